@@ -1,0 +1,212 @@
+"""The typed intermediate representation: what a checked `.audit` file means.
+
+Everything downstream (plan, runtime, statistics, reports) reads only this,
+never the syntax tree. Names are resolved, parameters validated against the
+plugin's pydantic model (stored as plain JSON-able dicts), doses expanded to
+floats, hypotheses expanded into cells (claim × arm × scorer).
+
+All models are frozen; `AuditIR.model_dump(mode="json")` is stable and is
+what cache keys and the plan fingerprint hash.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+IR_VERSION = 1
+
+# Reserved operator name for the unaltered images: the runtime writes scores of
+# the original images with operator = ORIGINAL and dose = 0.0 (for arms with no
+# operators, and for cross-image statistics).
+ORIGINAL = "original"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Settings(Frozen):
+    """The `audit "title" { ... }` block, with defaults filled in."""
+
+    title: str
+    version: int = 1
+    seed: int = 0
+    alpha: float = 0.05
+    correction: Literal["bh", "by", "holm", "bonferroni", "none"] = "bh"
+    bootstrap: int = 2000
+    scale: Literal["sd", "raw"] = "sd"
+    test: Literal["ttest", "wilcoxon", "bootstrap"] = "ttest"
+    min_real_clusters: int = 100
+    max_leakage: float = 0.001  # pixel isolation: mean leakage share allowed
+    robustness: int = 1
+    on_error: Literal["skip", "fail"] = "skip"
+    batch_size: int = 16
+    max_groups: int = 50  # best-of-n: groups per cluster before sampling
+
+
+class PluginCall(Frozen):
+    """A resolved plugin invocation: registry entry name, version and validated params."""
+
+    plugin: str
+    version: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScorerIR(Frozen):
+    name: str
+    call: PluginCall
+    needs_prompt: bool = False
+
+
+class ArmIR(Frozen):
+    """An image arm (`images(...)`) or a pairs arm (`pairs(...)`).
+
+    `call.params` keeps every argument; the commonly used ones are lifted.
+    Paths are as written in the spec, relative to the spec's folder.
+    """
+
+    name: str
+    call: PluginCall
+    source: Literal["images", "pairs"]
+    kind: Literal["real", "synthetic"] = "synthetic"
+    cluster: Optional[str] = None  # manifest column; None: each image is its own cluster
+    strata: tuple[str, ...] = ()
+    factors: tuple[str, ...] = ()
+
+
+class RegionCallIR(Frozen):
+    op: Literal["call"] = "call"
+    call: PluginCall
+
+
+class RegionRefIR(Frozen):
+    op: Literal["ref"] = "ref"
+    name: str
+
+
+class RegionNotIR(Frozen):
+    op: Literal["not"] = "not"
+    operand: "RegionExprIR"
+
+
+class RegionBinIR(Frozen):
+    op: Literal["and", "or"]
+    left: "RegionExprIR"
+    right: "RegionExprIR"
+
+
+RegionExprIR = Union[RegionCallIR, RegionRefIR, RegionNotIR, RegionBinIR]
+
+
+class RegionIR(Frozen):
+    name: str
+    expr: RegionExprIR
+    depends_on: tuple[str, ...] = ()  # other region names, for evaluation order
+
+
+class MeasureIR(Frozen):
+    """A `measure` or a `covariate` (role tells which)."""
+
+    name: str
+    call: PluginCall
+    role: Literal["measure", "covariate"]
+    region: Optional[str] = None  # the region parameter, when the plugin has one
+
+
+class OperatorIR(Frozen):
+    name: str
+    call: PluginCall
+    doses: tuple[float, ...]  # sorted ascending, identity included
+    identity: float
+    pixel_local: bool
+    region: Optional[str] = None
+    placebo_of: Optional[str] = None  # set for `placebo X = ... of Y`; doses copied from Y
+    symmetric: bool = False  # doses symmetric around identity
+
+
+class ValidationIR(Frozen):
+    measure: str
+    operator: str
+    checks: tuple[tuple[str, Literal[">", "<", ">=", "<="], float], ...]  # (r2|monotonic, op, value)
+
+
+class SelectionIR(Frozen):
+    name: str
+    n: int
+    measure: str
+    operator: Optional[str] = None  # None: cross-image groups within a cluster
+
+
+class StatCallIR(Frozen):
+    """A statistic with validated arguments; nested statistics appear as StatCallIR in params."""
+
+    name: str
+    version: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    inner: Optional["StatCallIR"] = None  # for transfers(...)/homogeneous(...)/correlate(...)
+
+
+class TestIR(Frozen):
+    """How a cell's estimate is judged (METHODS: hypothesis outcomes).
+
+    kind: greater (θ > t / θ >= t), less, equivalence (abs(θ) < δ is the
+    interval (−δ, δ); `within [a, b]`), claim (the statistic decides itself:
+    transfers, homogeneous).
+    """
+
+    kind: Literal["greater", "less", "equivalence", "claim"]
+    threshold: Optional[float] = None
+    low: Optional[float] = None
+    high: Optional[float] = None
+    strict: bool = True  # > vs >=
+    text: str  # the claim as written, for sentences
+
+
+class CellIR(Frozen):
+    id: str  # "H1/laion/real"
+    hypothesis: str
+    claim: int  # index of the claim in the hypothesis
+    scorer: str
+    arm: Optional[str]  # None for cross-arm statistics (transfers)
+    arms: tuple[str, ...] = ()  # every arm the cell reads
+    statistic: StatCallIR
+    test: TestIR
+    axis: Optional[tuple[str, str]] = None  # (measure, operator) when the cell is about an attribute axis
+
+
+class HypothesisIR(Frozen):
+    name: str
+    title: str
+    text: str  # normalised source of the claims (for lock/deviation)
+    cells: tuple[CellIR, ...]
+
+
+class ReportIR(Frozen):
+    title: Optional[str] = None
+    formats: tuple[Literal["html", "pdf"], ...] = ("html",)
+
+
+class AuditIR(Frozen):
+    ir_version: int = IR_VERSION
+    settings: Settings
+    scorers: dict[str, ScorerIR]
+    arms: dict[str, ArmIR]
+    regions: dict[str, RegionIR]
+    measures: dict[str, MeasureIR]  # measures and covariates
+    operators: dict[str, OperatorIR]  # operators and placebos
+    validations: tuple[ValidationIR, ...] = ()
+    selections: dict[str, SelectionIR] = Field(default_factory=dict)
+    hypotheses: tuple[HypothesisIR, ...] = ()
+    report: ReportIR = ReportIR()
+    source_path: Optional[str] = None
+    source_hash: str = ""  # sha256 of the spec text
+
+    def cells(self) -> list[CellIR]:
+        return [c for h in self.hypotheses for c in h.cells]
+
+
+RegionNotIR.model_rebuild()
+RegionBinIR.model_rebuild()
+StatCallIR.model_rebuild()

@@ -1,0 +1,1 @@
+"""Built-in plugins: each module registers its entries in `scoreaudit.registry`."""

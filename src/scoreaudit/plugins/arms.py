@@ -1,0 +1,48 @@
+"""Arm sources: where images (or image pairs) and their manifest come from."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from scoreaudit.registry import ColumnValue, Params, Ref, arms
+
+Column = Annotated[str, Ref("column")]
+
+
+class ImagesParams(Params):
+    folder: str
+    manifest: Optional[str] = None  # CSV or parquet; None: every image file in the folder
+    kind: Literal["real", "synthetic"] = "synthetic"
+    cluster: Optional[Column] = None
+    strata: Optional[Column | list[Column]] = None
+    factors: list[Column] = []
+    id: Column = "id"
+    path: Column = "path"
+    prompt: Optional[Column] = None
+    on_error: Optional[Literal["skip", "fail"]] = None
+    max_pixels: int = 89_478_485  # decompression-bomb guard (Pillow's default)
+
+
+@arms.register("images", params=ImagesParams, version="1", positional=("folder",))
+class Images:
+    """A folder of images with a manifest (one row per image: id, path, and any other columns).
+
+    `cluster` groups dependent images (a base image, a prompt): all inference
+    resamples clusters. `strata` and `factors` name manifest columns.
+    """
+
+
+class PairsParams(Params):
+    manifest: str
+    preferred: Column
+    other: Column
+    prompt: Optional[Column] = None
+    id: Column = "id"
+    kind: Literal["real", "synthetic"] = "synthetic"
+    cluster: Optional[Column] = None
+    on_error: Optional[Literal["skip", "fail"]] = None
+
+
+@arms.register("pairs", params=PairsParams, version="1", positional=("manifest",))
+class Pairs:
+    """Image pairs from a manifest: `preferred` and `other` columns hold image paths (relative to the manifest)."""

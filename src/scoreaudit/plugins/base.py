@@ -1,0 +1,116 @@
+"""The interfaces plugin implementations follow (what the runtime calls).
+
+Images are numpy arrays: uint8, H×W×3, sRGB. Masks are bool H×W. Everything
+here is light to import; implementations import heavy libraries lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class OperatorOutput:
+    """One variant of an image and what the operator observed making it.
+
+    `info` keys used by covariates: "gamut_clip" (share of region pixels
+    clipped back into sRGB), "deformation" (mean absolute displacement in
+    pixels / image width, for geometric operators).
+    """
+
+    image: np.ndarray
+    info: Mapping[str, float] = field(default_factory=dict)
+
+
+class Operator(Protocol):
+    """`(image, region, dose) -> image`, swept over all doses of one image at once.
+
+    Must be pure and deterministic given (image, mask, doses, seed): the
+    identity dose returns the input image unchanged (bit for bit).
+    """
+
+    def __init__(self, params: Any, device: str = "cpu") -> None: ...
+
+    def sweep(
+        self, image: np.ndarray, mask: np.ndarray | None, doses: Sequence[float], seed: int
+    ) -> list[OperatorOutput]: ...
+
+
+@dataclass(frozen=True)
+class RegionContext:
+    """What a region plugin may read besides the pixels."""
+
+    masks: Mapping[str, np.ndarray]  # already computed regions of this image, by name
+    row: Mapping[str, Any]  # the image's manifest row
+    base_dir: str  # folder that relative paths in the manifest resolve against
+
+
+class Region(Protocol):
+    def __init__(self, params: Any, device: str = "cpu") -> None: ...
+
+    def compute(self, image: np.ndarray, ctx: RegionContext) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class MeasureContext:
+    """One (image, operator, dose): the original, the variant, and their regions."""
+
+    original: np.ndarray
+    variant: np.ndarray
+    masks: Mapping[str, np.ndarray]  # regions of the original image, by name
+    operator_mask: np.ndarray | None  # the operator's region (None: whole image)
+    info: Mapping[str, float]  # OperatorOutput.info
+    dose: float
+    identity: float
+
+
+class Measure(Protocol):
+    """Measures and covariates: one float per (image, operator, dose); NaN when undefined."""
+
+    def __init__(self, params: Any, device: str = "cpu") -> None: ...
+
+    def compute(self, ctx: MeasureContext) -> float: ...
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    """Who an image in a scoring batch is (planted scorers read this)."""
+
+    arm: str
+    image_id: str
+    operator: str  # ir.ORIGINAL for the unaltered image
+    dose: float
+    u: float  # (dose - identity) / max|dose - identity|; 0 for the original
+    placebo: bool  # the operator is a placebo
+    row: Mapping[str, Any]  # manifest row
+    measures: Mapping[str, float]  # measure name -> m(i, o, d) - m(i, d0) (for slope_by)
+    side: str | None = None  # "preferred" | "other" for pairs arms
+
+
+class Scorer(Protocol):
+    """A batch of images (and prompts) in, one float per image out."""
+
+    needs_prompt: bool
+    uses_item: bool  # True: the score depends on ScoreItem (planted), so caching keys on it
+
+    def __init__(self, params: Any, device: str = "cpu", precision: str = "auto") -> None: ...
+
+    def weights_hash(self) -> str | None: ...
+
+    def score(
+        self,
+        images: Sequence[np.ndarray],
+        prompts: Sequence[str] | None,
+        items: Sequence[ScoreItem],
+    ) -> np.ndarray: ...
+
+
+class ScorerUnavailable(Exception):
+    """A scorer cannot run here (missing extra, missing weights, no GPU).
+
+    The message says what is missing and how to provide it; the CLI prints it
+    without a traceback.
+    """

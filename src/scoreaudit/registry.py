@@ -1,0 +1,188 @@
+"""Plugin registries: one per kind, filled by decorators.
+
+Every name an `.audit` file can call (operators, regions, measures,
+covariates, scorers, arm sources, statistics, report sections) is an entry in
+exactly one registry. An entry records the name, a pydantic parameter model,
+a version string (part of every cache key, so bumping it invalidates cached
+outputs) and the docstring that `scoreaudit describe` and `spec/language.md`
+show. Kind-specific facts the compiler checks (an operator's identity dose and
+dose range, what a statistic needs from an arm) live in `meta`.
+
+This module imports nothing heavy: `scoreaudit check` loads every registry
+without torch, scipy or OpenCV.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+KINDS = (
+    "arm",
+    "region",
+    "measure",
+    "covariate",
+    "operator",
+    "scorer",
+    "statistic",
+    "section",
+)
+
+
+class Ref:
+    """Annotation marker: a parameter that names something declared in the spec.
+
+    Use as ``Annotated[str, Ref("region")]``. The compiler resolves the name
+    against the spec's declarations of that kind (with did-you-mean) instead
+    of passing an arbitrary string through. Kinds: region, operator, measure
+    (a measure or covariate), covariate, arm, scorer, selection, column (a
+    manifest column: checked at run time, when manifests are read), factor
+    (one of the arm's declared factors), stratum (one of the arm's strata or
+    any manifest column).
+    """
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Ref({self.kind!r})"
+
+
+class Params(BaseModel):
+    """Base of every parameter model: frozen, and unknown arguments are errors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NoParams(Params):
+    """For plugins that take no arguments."""
+
+
+class ColumnValue(Params):
+    """`column(name)` in a spec: a per-image value read from the arm's manifest."""
+
+    column: str
+
+
+@dataclass(frozen=True)
+class PluginEntry:
+    kind: str
+    name: str
+    params: type[Params]
+    version: str
+    doc: str
+    impl: Any
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    positional: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+    def validate(self, args: Mapping[str, Any]) -> Params:
+        return self.params.model_validate(dict(args))
+
+
+class Registry:
+    """Name → PluginEntry for one kind."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, PluginEntry] = {}
+
+    def register(
+        self,
+        name: str,
+        *,
+        params: type[Params] = NoParams,
+        version: str = "1",
+        positional: tuple[str, ...] = (),
+        **meta: Any,
+    ) -> Callable[[Any], Any]:
+        """Decorator: record `obj` under `name` with its parameter model.
+
+        `positional` names the parameters that may be given positionally, in
+        order (e.g. `fidelity_index(light)` fills `operator`).
+        """
+
+        def decorate(obj: Any) -> Any:
+            if name in self._entries and self._entries[name].impl is not obj:
+                raise ValueError(f"{self.kind} {name!r} is already registered")
+            doc = inspect.getdoc(obj) or ""
+            self._entries[name] = PluginEntry(
+                kind=self.kind,
+                name=name,
+                params=params,
+                version=str(version),
+                doc=doc,
+                impl=obj,
+                meta=dict(meta),
+                positional=tuple(positional),
+            )
+            return obj
+
+        return decorate
+
+    def get(self, name: str) -> PluginEntry:
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[PluginEntry]:
+        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+
+REGISTRIES: dict[str, Registry] = {kind: Registry(kind) for kind in KINDS}
+arms = REGISTRIES["arm"]
+regions = REGISTRIES["region"]
+measures = REGISTRIES["measure"]
+covariates = REGISTRIES["covariate"]
+operators = REGISTRIES["operator"]
+scorers = REGISTRIES["scorer"]
+statistics = REGISTRIES["statistic"]
+sections = REGISTRIES["section"]
+
+_BUILTIN_MODULES = (
+    "scoreaudit.plugins.arms",
+    "scoreaudit.plugins.regions",
+    "scoreaudit.plugins.operators",
+    "scoreaudit.plugins.measures",
+    "scoreaudit.plugins.scorers",
+    "scoreaudit.plugins.statistics",
+)
+_loaded = False
+
+
+def load_plugins(entry_points: bool = True) -> dict[str, Registry]:
+    """Import the built-in plugin modules (and third-party entry points) once.
+
+    Plugin modules import only light dependencies at module level; heavy ones
+    (torch, open_clip, transformers) are imported inside factories.
+    """
+    global _loaded
+    if not _loaded:
+        for mod in _BUILTIN_MODULES:
+            importlib.import_module(mod)
+        if entry_points:
+            from importlib.metadata import entry_points as eps
+
+            for ep in eps(group="scoreaudit.plugins"):
+                ep.load()
+        _loaded = True
+    return REGISTRIES
+
+
+def lookup(name: str) -> list[PluginEntry]:
+    """Every entry called `name`, across kinds (for `scoreaudit describe`)."""
+    load_plugins()
+    return [r.get(name) for r in REGISTRIES.values() if name in r]
