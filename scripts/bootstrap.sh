@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create .venv and install scoreaudit into it. Usage: scripts/bootstrap.sh [core|test]
+#   core: the package with the PDF extra (enough for the demo)
+#   test: also the test tools, the models extra (torch from this machine's local wheels),
+#         and the Debian packages the report tests use (poppler-utils, chromium).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-core}
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+
+need_apt=()
+dpkg -s libharfbuzz-subset0 >/dev/null 2>&1 || need_apt+=(libharfbuzz-subset0)
+if [ "$what" = test ]; then
+  command -v pdftotext >/dev/null 2>&1 || need_apt+=(poppler-utils)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages: ${need_apt[*]}"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "note: missing Debian packages (${need_apt[*]}); PDF/browser features may be skipped" >&2
+  fi
+fi
+
+if [ "$what" = test ]; then
+  # torch first, pinned to the wheels on this machine's disk (no CUDA download).
+  .venv/bin/pip install -q torch==2.14.1 torchvision==0.29.1
+  .venv/bin/pip install -q -e '.[pdf,test,models]'
+else
+  .venv/bin/pip install -q -e '.[pdf]'
+fi
