@@ -38,6 +38,10 @@ class Estimate:
     claim_outcome: str | None = None  # for returns="claim": supported | refuted | inconclusive
     undefined: str | None = None  # reason the estimate is undefined (then the cell is inconclusive)
     detail: Mapping[str, Any] = field(default_factory=dict)  # extra numbers for the report
+    # Optional analytic one-sided test: p_fn(t, side) with side "greater" (H0: θ ≤ t) or "less".
+    # Used by statistics whose test depends on the threshold in a way the methods above do not
+    # cover (exact binomial against t, Fisher-z correlation tests, Wald p for "θ > 0").
+    p_fn: Callable[[float, str], float] | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------ intervals
 
@@ -76,6 +80,10 @@ class Estimate:
     def _one_sided(self, t: float, side: str) -> float:
         if self.undefined is not None:
             return float("nan")
+        if self.p_fn is not None:
+            p = self.p_fn(t, side)
+            if p is not None:
+                return float(p)
         m = self.method
         if m == "fixed":
             return float("nan") if self.p_fixed is None else float(self.p_fixed)

@@ -1,0 +1,367 @@
+"""Cross-image statistics (METHODS: counterfactual, agreement, pairs, ranked sets).
+
+Pure functions over one (scorer, arm) table of original-image scores. Each
+returns an `Estimate`; the estimator wrappers that read a `StatContext` live
+in `stats/cross_estimators.py`. Inference resamples clusters with the arm's
+shared bootstrap count matrix `W` (B × n_clusters, stats/bootstrap.py).
+
+Choices not fixed by METHODS (also in spec/methods-choices.md):
+- Marginal means are estimated marginal means: the fitted cell means averaged
+  with equal weight over the levels of the other factors.
+- Claims `θ > 0` on factor_effect / rank_spread use the analytic test (Wald,
+  Friedman); any other threshold uses the bootstrap-inversion p.
+- Correlation tests against a threshold t ≠ 0 use Fisher's z with the
+  Fieller–Hartley–Pearson variances (1, 1.06, 0.437 for Pearson, Spearman,
+  Kendall); t = 0 uses scipy's own test.
+- Pairwise accuracy counts ties as half a win in the estimate; the exact
+  binomial test drops ties (the sign-test convention).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from scoreaudit.stats.estimate import Estimate
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def cluster_positions(clusters: pd.Series, order: Sequence[str]) -> np.ndarray:
+    """Position of each row's cluster in the arm's cluster order (the bootstrap's columns)."""
+    pos = {c: k for k, c in enumerate(order)}
+    return clusters.map(pos).to_numpy()
+
+
+def _bootstrap(fn, df: pd.DataFrame, cpos: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Replicates of fn over the arm's shared cluster resamples (a drawn cluster brings all its rows).
+
+    `W` is the arm's B × C count matrix (stats/bootstrap.py). A Python loop
+    over replicates: these statistics refit a model or re-rank per replicate.
+    """
+    groups = {int(c): np.flatnonzero(cpos == c) for c in np.unique(cpos) if c == c}
+    out = np.full(len(W), np.nan)
+    for b, row in enumerate(W):
+        parts = [groups[c] for c in np.flatnonzero(row) if c in groups for _ in range(int(row[c]))]
+        if not parts:
+            continue
+        sub = df.iloc[np.concatenate(parts)]
+        try:
+            out[b] = fn(sub)
+        except (ValueError, np.linalg.LinAlgError, ZeroDivisionError):
+            out[b] = np.nan
+    return out
+
+
+def zscore_within(df: pd.DataFrame, by: str | None) -> pd.Series:
+    """Scores z-scored within each prompt (or over the whole table when by is None)."""
+    if by is None:
+        s = df["score"]
+        return (s - s.mean()) / s.std(ddof=1)
+    g = df.groupby(by, sort=False)["score"]
+    return (df["score"] - g.transform("mean")) / g.transform(lambda x: x.std(ddof=1))
+
+
+# ---------------------------------------------------------------- counterfactual regression
+
+
+def _design(df: pd.DataFrame, factors: Sequence[str], levels: dict[str, list[str]]):
+    """Treatment-coded design matrix with all interactions of `factors`; column term labels."""
+    n = len(df)
+    cols = [np.ones(n)]
+    terms = [()]
+    dummies = {f: {lv: (df[f].astype(str).to_numpy() == lv).astype(float) for lv in levels[f][1:]} for f in factors}
+    for r in range(1, len(factors) + 1):
+        for combo in itertools.combinations(factors, r):
+            for lvls in itertools.product(*[levels[f][1:] for f in combo]):
+                col = np.ones(n)
+                for f, lv in zip(combo, lvls):
+                    col = col * dummies[f][lv]
+                cols.append(col)
+                terms.append(tuple(zip(combo, lvls)))
+    return np.column_stack(cols), terms
+
+
+def ols_cluster(X: np.ndarray, y: np.ndarray, groups: np.ndarray):
+    """OLS with the cluster-robust covariance statsmodels uses (CR1 small-sample factor)."""
+    import statsmodels.api as sm
+
+    res = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    return res.params, res.cov_params(), res
+
+
+def marginal_means(beta: np.ndarray, terms, factors: Sequence[str], levels: dict[str, list[str]], f: str):
+    """Estimated marginal mean of each level of f (equal weights over the other factors' cells)."""
+    others = [g for g in factors if g != f]
+    grid = list(itertools.product(*[levels[g] for g in others])) or [()]
+    rows = {}
+    for lv in levels[f]:
+        acc = np.zeros(len(terms))
+        for cell in grid:
+            setting = dict(zip(others, cell))
+            setting[f] = lv
+            for k, term in enumerate(terms):
+                acc[k] += 1.0 if all(setting[g] == v for g, v in term) else 0.0
+        rows[lv] = acc / len(grid)
+    return rows  # level -> contrast vector L with mean = L @ beta
+
+
+def factor_levels(df: pd.DataFrame, factors: Sequence[str]) -> dict[str, list[str]]:
+    """Levels in manifest (first-appearance) order; the first is the reference."""
+    return {f: list(dict.fromkeys(df[f].astype(str))) for f in factors}
+
+
+def factor_effect(df: pd.DataFrame, factor: str, model_factors: Sequence[str], cluster: str,
+                  prompt: str | None, W: np.ndarray, order: Sequence[str]) -> Estimate:
+    """Largest |difference| of f's marginal means of z-scored scores; Wald test of every f term."""
+    df = df.assign(z=zscore_within(df, prompt)).dropna(subset=["z"])
+    levels = factor_levels(df, model_factors)
+    if len(levels[factor]) < 2:
+        return Estimate(float("nan"), "fixed", undefined=f"factor {factor!r} has a single level")
+
+    X, terms = _design(df, model_factors, levels)
+    mm = marginal_means(None, terms, model_factors, levels, factor)
+    beta, cov, _ = ols_cluster(X, df["z"].to_numpy(), df[cluster].to_numpy())
+    means = {lv: float(L @ beta) for lv, L in mm.items()}
+    diffs = [abs(means[a] - means[b]) for a, b in itertools.combinations(means, 2)]
+    est = max(diffs)
+    # Joint Wald test of every coefficient whose term involves the factor.
+    k = [i for i, t in enumerate(terms) if any(g == factor for g, _ in t)]
+    R = np.zeros((len(k), len(beta)))
+    for r, i in enumerate(k):
+        R[r, i] = 1.0
+    from scipy import stats
+
+    rb = R @ beta
+    w = float(rb @ np.linalg.pinv(R @ cov @ R.T) @ rb)
+    p_wald = float(stats.chi2.sf(w, len(k)))
+
+    def stat(sub):  # point estimate only: plain least squares is enough per replicate
+        Xb, _ = _design(sub, model_factors, levels)
+        bb = np.linalg.lstsq(Xb, sub["z"].to_numpy(), rcond=None)[0]
+        m = [float(L @ bb) for L in mm.values()]
+        return max(abs(a - b) for a, b in itertools.combinations(m, 2))
+
+    boot = _bootstrap(stat, df, cluster_positions(df[cluster].astype(str), order), W)
+
+    def p_fn(t, side):
+        return p_wald if (side == "greater" and t == 0) else None
+
+    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn,
+                    detail={"marginal_means": means, "wald_chi2": w, "wald_df": len(k), "wald_p": p_wald})
+
+
+def group_gap(df: pd.DataFrame, factor: str, a: str, b: str, model_factors: Sequence[str], cluster: str,
+              prompt: str | None) -> Estimate:
+    """Difference of two marginal means (a − b), cluster-robust Wald SE."""
+    df = df.assign(z=zscore_within(df, prompt)).dropna(subset=["z"])
+    levels = factor_levels(df, model_factors)
+    for lv in (a, b):
+        if lv not in levels[factor]:
+            return Estimate(float("nan"), "fixed",
+                            undefined=f"level {lv!r} of {factor!r} not in the data (levels: {levels[factor]})")
+    X, terms = _design(df, model_factors, levels)
+    beta, cov, _ = ols_cluster(X, df["z"].to_numpy(), df[cluster].to_numpy())
+    mm = marginal_means(beta, terms, model_factors, levels, factor)
+    L = mm[a] - mm[b]
+    est = float(L @ beta)
+    se = float(math.sqrt(L @ cov @ L))
+    return Estimate(est, "normal", se=se, detail={"a": a, "b": b})
+
+
+# ---------------------------------------------------------------- ranking
+
+
+def mean_ranks(df: pd.DataFrame, factor: str, cluster: str) -> tuple[dict[str, float], pd.DataFrame]:
+    """Average within-cluster rank (1 = highest score) of each level, and the per-cluster table."""
+    r = df.assign(rank=df.groupby(cluster)["score"].rank(ascending=False, method="average"))
+    per = r.groupby([cluster, factor])["rank"].mean().unstack(factor)
+    return per.mean(axis=0).to_dict(), per
+
+
+def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, order: Sequence[str]) -> Estimate:
+    from scipy import stats
+
+    size = df.groupby(cluster).size()
+    denom = float(size.mean() - 1)
+    if denom <= 0:
+        return Estimate(float("nan"), "fixed", undefined="clusters need at least two images to rank")
+
+    def stat(sub):
+        m, _ = mean_ranks(sub, factor, cluster)
+        return (max(m.values()) - min(m.values())) / denom
+
+    means, per = mean_ranks(df, factor, cluster)
+    est = (max(means.values()) - min(means.values())) / denom
+    complete = per.dropna()
+    p = float("nan")
+    if complete.shape[1] >= 3 and len(complete) >= 2:
+        p = float(stats.friedmanchisquare(*[complete[c].to_numpy() for c in complete.columns]).pvalue)
+    elif complete.shape[1] == 2 and len(complete) >= 2:
+        # Friedman with two treatments is the sign test; scipy needs three groups.
+        d = complete.iloc[:, 0] - complete.iloc[:, 1]
+        n = int((d != 0).sum())
+        p = float(stats.binomtest(int((d > 0).sum()), n, 0.5).pvalue) if n else 1.0
+    boot = _bootstrap(stat, df, cluster_positions(df[cluster].astype(str), order), W)
+
+    def p_fn(t, side):
+        return p if (side == "greater" and t == 0) else None
+
+    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, detail={"mean_ranks": means, "friedman_p": p})
+
+
+def mean_rank(df: pd.DataFrame, factor: str, level: str, cluster: str, W: np.ndarray,
+              order: Sequence[str]) -> Estimate:
+    means, _ = mean_ranks(df, factor, cluster)
+    if level not in means:
+        return Estimate(float("nan"), "fixed", undefined=f"level {level!r} of {factor!r} not in the data")
+    boot = _bootstrap(lambda s: mean_ranks(s, factor, cluster)[0].get(level, np.nan), df,
+                      cluster_positions(df[cluster].astype(str), order), W)
+    return Estimate(float(means[level]), "bootstrap", boot=boot, detail={"mean_ranks": means})
+
+
+# ---------------------------------------------------------------- agreement
+
+_FISHER_VAR = {"pearson": 1.0, "spearman": 1.06, "kendall": 0.437}
+_FISHER_DF = {"pearson": 3, "spearman": 3, "kendall": 4}
+
+
+def correlation(x: np.ndarray, y: np.ndarray, method: str):
+    from scipy import stats
+
+    fn = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}[method]
+    return fn(x, y)
+
+
+def agreement(df: pd.DataFrame, column: str, method: str, cluster: str, W: np.ndarray,
+              order: Sequence[str]) -> Estimate:
+    """Correlation between score and a manifest column; cluster-bootstrap CI; the test's own p."""
+    d = df[["score", column, cluster]].copy()
+    d[column] = pd.to_numeric(d[column], errors="coerce")
+    d = d.dropna()
+    n = len(d)
+    if n < 3:
+        return Estimate(float("nan"), "fixed", undefined=f"fewer than 3 images with a numeric {column!r}")
+    x, y = d["score"].to_numpy(float), d[column].to_numpy(float)
+    r = float(correlation(x, y, method).statistic)
+    boot = _bootstrap(lambda s: correlation(s["score"].to_numpy(float), s[column].to_numpy(float), method).statistic,
+                      d, cluster_positions(d[cluster].astype(str), order), W)
+
+    def p_fn(t, side):
+        if t == 0:
+            return float(_one_sided_corr(x, y, method, side))
+        from scipy import stats
+
+        k = _FISHER_DF[method]
+        if n <= k or abs(t) >= 1:
+            return float("nan")
+        z = (math.atanh(max(min(r, 0.999999), -0.999999)) - math.atanh(t)) / math.sqrt(_FISHER_VAR[method] / (n - k))
+        return float(stats.norm.sf(z) if side == "greater" else stats.norm.cdf(z))
+
+    return Estimate(r, "bootstrap", boot=boot, p_fn=p_fn,
+                    detail={"n": n, "variance_explained": r * r, "method": method})
+
+
+def _one_sided_corr(x, y, method, side):
+    from scipy import stats
+
+    alt = "greater" if side == "greater" else "less"
+    if method == "pearson":
+        return stats.pearsonr(x, y, alternative=alt).pvalue
+    if method == "spearman":
+        return stats.spearmanr(x, y, alternative=alt).pvalue
+    return stats.kendalltau(x, y, alternative=alt).pvalue
+
+
+# ---------------------------------------------------------------- pairs
+
+
+def wilson(k: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    from scipy import stats
+
+    if n == 0:
+        return (float("nan"), float("nan"))
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (centre - half, centre + half)
+
+
+def pairwise_accuracy(preferred: np.ndarray, other: np.ndarray) -> Estimate:
+    from scipy import stats
+
+    preferred, other = np.asarray(preferred, float), np.asarray(other, float)
+    ok = np.isfinite(preferred) & np.isfinite(other)
+    preferred, other = preferred[ok], other[ok]
+    n = len(preferred)
+    if n == 0:
+        return Estimate(float("nan"), "fixed", undefined="no pairs with two scores")
+    wins = int(np.sum(preferred > other))
+    ties = int(np.sum(preferred == other))
+    losses = n - wins - ties
+    acc = (wins + 0.5 * ties) / n
+
+    def p_fn(t, side):
+        m = wins + losses
+        if m == 0:
+            return 1.0
+        return float(stats.binomtest(wins, m, t,
+                                     alternative="greater" if side == "greater" else "less").pvalue)
+
+    return WilsonEstimate(acc, "fixed", p_fn=p_fn,
+                          detail={"n": n, "wins": wins, "ties": ties, "losses": losses,
+                                  "k": wins + 0.5 * ties})
+
+
+class WilsonEstimate(Estimate):
+    """An accuracy: intervals are Wilson score intervals (ties counted half)."""
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        if self.undefined is not None:
+            return (float("nan"), float("nan"))
+        return wilson(self.detail["k"], self.detail["n"], level)
+
+
+def mean_gap(preferred: np.ndarray, other: np.ndarray, sd: float) -> Estimate:
+    d = (np.asarray(preferred, float) - np.asarray(other, float))
+    d = d[np.isfinite(d)]
+    if len(d) < 2 or not sd > 0:
+        return Estimate(float("nan"), "fixed", undefined="fewer than two pairs, or zero score SD")
+    d = d / sd
+    return Estimate(float(d.mean()), "ttest", contrasts=d, se=float(d.std(ddof=1) / math.sqrt(len(d))),
+                    df=len(d) - 1, detail={"n": len(d), "sd": sd})
+
+
+# ---------------------------------------------------------------- ranked sets
+
+
+def ranked_recall(df: pd.DataFrame, rank_col: str, cluster: str, k: int, worst: bool) -> Estimate:
+    """Share of clusters whose human-best (or worst) image is in the scorer's top (bottom) k."""
+    from scipy import stats
+
+    hits, n, chance = 0, 0, []
+    for _, g in df.groupby(cluster, sort=True):
+        r = pd.to_numeric(g[rank_col], errors="coerce")
+        if r.isna().all() or len(g) < 2:
+            continue
+        target = r.idxmax() if worst else r.idxmin()
+        order = g["score"].rank(ascending=worst, method="first")  # 1 = scorer's best (or worst)
+        hits += int(order.loc[target] <= k)
+        n += 1
+        chance.append(min(k, len(g)) / len(g))
+    if n == 0:
+        return Estimate(float("nan"), "fixed", undefined=f"no cluster has a usable {rank_col!r} ranking")
+    share = hits / n
+
+    def p_fn(t, side):
+        return float(stats.binomtest(hits, n, t, alternative="greater" if side == "greater" else "less").pvalue)
+
+    return WilsonEstimate(share, "fixed", p_fn=p_fn,
+                          detail={"n": n, "k": hits, "hits": hits, "top_k": k, "chance": float(np.mean(chance))})

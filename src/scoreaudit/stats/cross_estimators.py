@@ -1,0 +1,179 @@
+"""Estimators of the cross-image statistics: read a `StatContext`, call `stats.cross`.
+
+Each works on the unaltered images' scores of one (scorer, arm): counterfactual
+regression and ranking on arms with `factors:`, agreement with a manifest
+column, pairs arms, ranked sets. The shared bootstrap of the arm (its count
+matrix `W`) drives every resampled interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scoreaudit.compiler.ir import StatCallIR
+from scoreaudit.stats import cross
+from scoreaudit.stats.context import StatContext, StatError
+from scoreaudit.stats.estimate import Estimate, estimator
+
+
+def _frame(ctx: StatContext, arm: str, scorer: str) -> tuple[pd.DataFrame, object]:
+    """The arm's images with their original score (NaN-score images dropped, noted)."""
+    a = ctx.arm(arm)
+    df = a.images.assign(score=ctx.original_scores(a, scorer))
+    missing = df["score"].isna()
+    for iid in df.loc[missing, "image_id"].head(1000):
+        ctx.notes.append({"arm": a.name, "image_id": str(iid), "reason": f"no score from {scorer}: left out"})
+    return df[~missing].reset_index(drop=True), a
+
+
+def _prompt_column(ctx: StatContext, arm: str, scorer: str, df: pd.DataFrame) -> str | None:
+    """The column scores are z-scored within: the arm's prompt, else the scorer's prompt column."""
+    arm_ir = ctx.ir.arms[arm]
+    col = arm_ir.call.params.get("prompt")
+    if not col:
+        p = ctx.ir.scorers[scorer].call.params.get("prompt") if scorer in ctx.ir.scorers else None
+        col = p.get("column") if isinstance(p, dict) else None
+    return col if col and col in df.columns else None
+
+
+def _model_factors(ctx: StatContext, arm: str, call: StatCallIR) -> list[str]:
+    model = call.params.get("model")
+    factors = [f.strip() for f in model.split("*")] if model else [call.params["factor"]]
+    missing = [f for f in factors if f not in ctx.arm(arm).images.columns]
+    if missing:
+        raise StatError(f"factor column(s) {missing} are not in the manifest of arm {arm!r}")
+    return factors
+
+
+@estimator("factor_effect")
+def _factor_effect(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    df, a = _frame(ctx, arm, scorer)
+    factors = _model_factors(ctx, arm, call)
+    return cross.factor_effect(df, call.params["factor"], factors, "cluster",
+                               _prompt_column(ctx, arm, scorer, df), a.W, list(a.clusters))
+
+
+@estimator("group_gap")
+def _group_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    df, a = _frame(ctx, arm, scorer)
+    factors = _model_factors(ctx, arm, call)
+    return cross.group_gap(df, call.params["factor"], str(call.params["a"]), str(call.params["b"]), factors,
+                           "cluster", _prompt_column(ctx, arm, scorer, df))
+
+
+@estimator("rank_spread")
+def _rank_spread(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    df, a = _frame(ctx, arm, scorer)
+    return cross.rank_spread(df, call.params["factor"], "cluster", a.W, list(a.clusters))
+
+
+@estimator("mean_rank")
+def _mean_rank(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    df, a = _frame(ctx, arm, scorer)
+    return cross.mean_rank(df, call.params["factor"], str(call.params["level"]), "cluster", a.W, list(a.clusters))
+
+
+def _agreement(method: str):
+    def fn(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+        df, a = _frame(ctx, arm, scorer)
+        col = call.params["column"]
+        if col not in df.columns:
+            raise StatError(f"column {col!r} is not in the manifest of arm {arm!r}")
+        return cross.agreement(df, col, method, "cluster", a.W, list(a.clusters))
+
+    return fn
+
+
+for _m in ("spearman", "pearson", "kendall"):
+    estimator(_m)(_agreement(_m))
+
+
+def _pairs(ctx: StatContext, arm: str, scorer: str) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    a = ctx.arm(arm)
+    df = a.images.assign(score=ctx.original_scores(a, scorer))
+    if "side" not in df.columns or "pair_id" not in df.columns:
+        raise StatError(f"arm {arm!r} is not a pairs arm")
+    wide = df.pivot_table(index="pair_id", columns="side", values="score", aggfunc="first", dropna=False)
+    for side in ("preferred", "other"):
+        if side not in wide.columns:
+            wide[side] = np.nan
+    wide = wide.sort_index()
+    return wide["preferred"].to_numpy(float), wide["other"].to_numpy(float), df
+
+
+@estimator("pairwise_accuracy")
+def _pairwise_accuracy(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    pref, other, _ = _pairs(ctx, arm, scorer)
+    return cross.pairwise_accuracy(pref, other)
+
+
+@estimator("mean_gap")
+def _mean_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    pref, other, df = _pairs(ctx, arm, scorer)
+    s = df["score"].to_numpy(float)
+    s = s[np.isfinite(s)]
+    sd = float(np.std(s, ddof=1)) if ctx.settings.scale == "sd" and len(s) > 1 else 1.0
+    return cross.mean_gap(pref, other, sd)
+
+
+def _ranked(worst: bool):
+    def fn(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+        df, _ = _frame(ctx, arm, scorer)
+        col = call.params.get("rank", "human_rank")
+        if col not in df.columns:
+            raise StatError(f"ranking column {col!r} is not in the manifest of arm {arm!r}")
+        return cross.ranked_recall(df, col, "cluster", int(call.params.get("k", 1)), worst=worst)
+
+    return fn
+
+
+estimator("recall_best")(_ranked(False))
+estimator("filter_worst")(_ranked(True))
+
+
+@estimator("correlate")
+def _correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    """Per-group values of the inner statistic (one per level of `by`) against an external table."""
+    from pathlib import Path
+
+    from scipy import stats
+
+    inner = call.inner
+    if inner is None:
+        raise StatError("correlate(...) needs a statistic as its first argument")
+    by, table, column = call.params["by"], call.params["table"], call.params["column"]
+    base = Path(ctx.ir.source_path).parent if ctx.ir.source_path else Path(".")
+    path = (base / table)
+    if not path.exists():
+        raise StatError(f"table {table!r} not found (looked in {path})")
+    ext = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    if by not in ext.columns or column not in ext.columns:
+        raise StatError(f"table {table!r} needs columns {by!r} and {column!r} (has {list(ext.columns)})")
+    a = ctx.arm(arm)
+    if by not in a.images.columns:
+        raise StatError(f"column {by!r} is not in the manifest of arm {arm!r}")
+    xs, ys, groups = [], [], []
+    lookup = dict(zip(ext[by].astype(str), pd.to_numeric(ext[column], errors="coerce")))
+    for g in sorted(a.images[by].astype(str).unique()):
+        sub = a.subset(f"{by}={g}", a.images[by].astype(str).to_numpy() == g)
+        est = ctx.evaluate(inner, sub, scorer)
+        if np.isfinite(est.estimate) and g in lookup and np.isfinite(lookup[g]):
+            xs.append(est.estimate)
+            ys.append(lookup[g])
+            groups.append(g)
+    if len(xs) < 3:
+        return Estimate(float("nan"), "fixed", undefined=f"fewer than 3 groups of {by!r} with both values")
+    method = call.params.get("method", "pearson")
+    r = cross.correlation(np.array(xs), np.array(ys), method)
+    rng = a.rng("correlate", by)
+    boot = np.array([cross.correlation(np.array(xs)[i], np.array(ys)[i], method).statistic
+                     for i in (rng.integers(0, len(xs), len(xs)) for _ in range(min(ctx.n_boot, 2000)))])
+    x_arr, y_arr = np.array(xs), np.array(ys)
+
+    def p_fn(t, side):
+        return float(cross._one_sided_corr(x_arr, y_arr, method, side)) if t == 0 else None
+
+    return Estimate(float(r.statistic), "bootstrap", boot=boot, p_fn=p_fn,
+                    detail={"groups": groups, "values": xs, "table_values": ys, "n_groups": len(xs),
+                            "p_two_sided": float(r.pvalue)})
