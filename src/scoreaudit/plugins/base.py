@@ -114,3 +114,36 @@ class ScorerUnavailable(Exception):
     The message says what is missing and how to provide it; the CLI prints it
     without a traceback.
     """
+
+
+class ScoreUnavailableForItem(Exception):
+    """Some images of a scoring batch have no score; the others do.
+
+    `reasons` maps batch positions to why (shown in the report's exclusions
+    table); `scores` is the batch's full score array with NaN at those
+    positions, so the executor keeps the rest and excludes only these images.
+    Raised for per-image problems (a precomputed value that is not a finite
+    number, an image too small or too flat for NIQE), never for a scorer
+    that cannot run at all (that is ScorerUnavailable).
+    """
+
+    def __init__(self, reasons: Mapping[int, str], scores: np.ndarray | None = None) -> None:
+        self.reasons = dict(reasons)
+        self.scores = scores
+        first = next(iter(self.reasons.items()), (None, ""))
+        more = f" (and {len(self.reasons) - 1} more)" if len(self.reasons) > 1 else ""
+        super().__init__(f"no score for batch item {first[0]}: {first[1]}{more}")
+
+
+# Readiness hook (optional, on a scorer class): `scoreaudit scorers` and
+# `runtime.scorers.make_scorer` call
+#
+#     @classmethod
+#     def readiness(cls, params: Params | None) -> tuple[bool, str]
+#
+# with the scorer's validated parameters (None when its defaults do not
+# validate, e.g. a required argument). It returns (ready, detail): detail says
+# where the weights were found, or what is missing and how to provide it. It
+# must be cheap and must not import heavy libraries (torch, open_clip): check
+# files (local path, Hugging Face cache) only. It is called only after every
+# module in the entry's `requires` meta was found importable.

@@ -1,17 +1,123 @@
-"""Model scorers (the `models` extra). Heavy imports happen inside the factories."""
+"""Model scorers (the `models` extra). Heavy imports happen inside the constructors.
+
+Weights come from the `weights:` argument (a local file or folder) or from
+the Hugging Face cache under the official repo ids; scoreaudit never
+downloads at run time (see model_weights). Each scorer loads its model once
+per instance, batches on the GPU in fp16/bf16 when asked ("auto": fp16 on
+CUDA, fp32 on the CPU), and reproduces the official implementation's numbers
+(tests/models checks each against the official code path on tiny models).
+"""
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+import importlib.util
+from pathlib import Path
+from typing import Literal, Optional, Sequence, Union
 
+import numpy as np
+
+from scoreaudit.plugins.base import ScorerUnavailable
+from scoreaudit.plugins.scorers.model_weights import (
+    INSTALL_HINT,
+    HubFile,
+    Located,
+    combined_hash,
+    find_in_hf_cache,
+    locate_one,
+    locate_snapshot,
+    missing_message,
+)
 from scoreaudit.registry import ColumnValue, Params, scorers
 
 Prompt = Optional[Union[str, ColumnValue]]
+
+BATCH = {"cpu": 16, "cuda": 64}  # images per forward; the runtime's batches are split to bound memory
 
 
 class WeightsParams(Params):
     weights: Optional[str] = None  # local file/dir; None: the Hugging Face cache
     precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
+
+
+def _require(*modules: str) -> None:
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ScorerUnavailable(f"{', '.join(missing)} not installed; install the models extra: {INSTALL_HINT}")
+
+
+class _ModelScorer:
+    """Shared life cycle: locate weights (cheap), build the implementation once, hash lazily."""
+
+    needs_prompt = True
+    uses_item = False
+    _modules: tuple[str, ...] = ("torch",)
+
+    def __init__(self, params, device: str = "cpu", precision: str = "auto") -> None:
+        _require(*self._modules)
+        from scoreaudit.plugins.scorers.model_torch import resolve_device, resolve_precision  # noqa: PLC0415
+
+        self.params = params
+        self.device = resolve_device(device)
+        self.dtype = resolve_precision(self.device, precision, getattr(params, "precision", "auto"))
+        self.files = dict(self.locate_for_run(params).require())
+        self.batch_size = BATCH["cuda" if self.device.startswith("cuda") else "cpu"]
+        self._hash: str | None = None
+        self.impl = self.build()
+
+    @classmethod
+    def locate(cls, params) -> Located:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    @classmethod
+    def locate_for_run(cls, params) -> Located:
+        return cls.locate(params)
+
+    @classmethod
+    def readiness(cls, params) -> tuple[bool, str]:
+        """Whether the weight files are found (local path / HF cache), without loading anything."""
+        if params is None:
+            return False, "its arguments are incomplete (see `scoreaudit describe`)"
+        try:
+            loc = cls.locate(params)
+        except ScorerUnavailable as e:
+            return False, str(e)
+        return loc.ready, loc.describe()
+
+    def build(self):  # pragma: no cover
+        raise NotImplementedError
+
+    def weights_hash(self) -> str | None:
+        if self._hash is None:
+            self._hash = combined_hash({k: v for k, v in self.hashed_files().items()})
+        return self._hash
+
+    def hashed_files(self) -> dict[str, Path]:
+        return {k: v for k, v in self.files.items() if Path(v).is_file()}
+
+    def score(self, images: Sequence[np.ndarray], prompts: Sequence[str] | None, items=None) -> np.ndarray:
+        if len(images) == 0:
+            return np.empty(0, dtype=np.float64)
+        return self.impl.score(list(images), None if prompts is None else list(prompts))
+
+
+def _pair(label: str, **kw) -> Located:
+    """Locate each named file; the first problem wins."""
+    files, problems = {}, []
+    for name, res in kw.items():
+        if isinstance(res, Located):
+            problems.append(res.problem)
+        else:
+            files[name] = res
+    return Located(files, problems[0] if problems else None)
+
+
+# ---------------------------------------------------------------- LAION
+
+
+LAION_HEAD = HubFile("camenduru/improved-aesthetic-predictor", "sac+logos+ava1-l14-linearMSE.pth")
+LAION_ARCH, LAION_TAG = "ViT-L-14-quickgelu", "openai"
+LAION_CLIP_REPO = "timm/vit_large_patch14_clip_224.openai"
+OPEN_CLIP_WEIGHT_NAMES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
 
 
 class LaionParams(WeightsParams):
@@ -20,24 +126,157 @@ class LaionParams(WeightsParams):
 
 @scorers.register("laion_aesthetic", params=LaionParams, version="1", needs_prompt=False,
                   requires=("torch", "open_clip"))
-class LaionAesthetic:
-    """LAION improved aesthetic predictor: MLP head on the L2-normalised OpenAI CLIP ViT-L/14 image embedding."""
+class LaionAesthetic(_ModelScorer):
+    """LAION improved aesthetic predictor: MLP head on the L2-normalised OpenAI CLIP ViT-L/14 image embedding.
+
+    weights: the head file sac+logos+ava1-l14-linearMSE.pth, or a folder holding it (and,
+    optionally, open_clip_model.safetensors / open_clip_pytorch_model.bin of OpenAI ViT-L/14).
+    Default: the Hugging Face cache, camenduru/improved-aesthetic-predictor (head) and
+    timm/vit_large_patch14_clip_224.openai (open_clip's `ViT-L-14-quickgelu`, tag `openai`).
+    """
+
+    needs_prompt = False
+    _modules = ("torch", "open_clip")
+
+    @classmethod
+    def locate(cls, params) -> Located:
+        w = params.weights
+        head = locate_one("laion_aesthetic head", w, [LAION_HEAD.filename], [LAION_HEAD])
+        clip = None
+        if w is not None and Path(w).expanduser().is_dir():
+            for name in OPEN_CLIP_WEIGHT_NAMES:
+                if (Path(w).expanduser() / name).is_file():
+                    clip = Path(w).expanduser() / name
+                    break
+        if clip is None:
+            hub = [HubFile(LAION_CLIP_REPO, n) for n in OPEN_CLIP_WEIGHT_NAMES]
+            clip = locate_one("laion_aesthetic CLIP ViT-L/14 (openai)", None, [], hub,
+                              param_hint="a weights folder holding open_clip_model.safetensors")
+        return _pair("laion", head=head, clip=clip)
+
+    def build(self):
+        from scoreaudit.plugins.scorers.model_openclip import LaionImpl  # noqa: PLC0415
+
+        return LaionImpl(self.files, self.device, self.dtype, LAION_ARCH, LAION_TAG, self.batch_size)
 
 
 class PromptParams(WeightsParams):
     prompt: Prompt = None
 
 
+# ---------------------------------------------------------------- PickScore
+
+
+PICK_REPO = "yuvalkirstain/PickScore_v1"
+PICK_PROCESSOR_REPO = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+HF_WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin")
+
+
 @scorers.register("pickscore", params=PromptParams, version="1", needs_prompt=True,
                   requires=("torch", "transformers"))
-class PickScore:
-    """PickScore_v1: logit_scale · cos(text, image) of the fine-tuned CLIP ViT-H/14."""
+class PickScore(_ModelScorer):
+    """PickScore_v1: logit_scale · cos(text, image) of the fine-tuned CLIP ViT-H/14.
+
+    weights: a folder with the transformers CLIPModel (config.json + model.safetensors or
+    pytorch_model.bin), optionally with the processor files (preprocessor_config.json,
+    tokenizer). Default: the Hugging Face cache, yuvalkirstain/PickScore_v1 and the processor
+    of laion/CLIP-ViT-H-14-laion2B-s32B-b79K.
+    """
+
+    _modules = ("torch", "transformers")
+
+    @classmethod
+    def locate(cls, params) -> Located:
+        w = params.weights
+        if w is not None:
+            p = Path(w).expanduser()
+            if not p.is_dir() or not (p / "config.json").is_file() or not any((p / n).is_file() for n in HF_WEIGHT_NAMES):
+                return Located({}, f"pickscore: weights {p} must be a folder with config.json and "
+                                   f"{' or '.join(HF_WEIGHT_NAMES)} (a transformers CLIPModel)")
+            model = p
+        else:
+            model = locate_snapshot(PICK_REPO, ["config.json"], HF_WEIGHT_NAMES)
+        proc = p if (w is not None and (p / "preprocessor_config.json").is_file()) else locate_snapshot(
+            PICK_PROCESSOR_REPO, ["preprocessor_config.json", "tokenizer_config.json"], [])
+        if model is None:
+            return Located({}, missing_message("pickscore model", [f"{PICK_REPO} in the HF cache"],
+                                               [HubFile(PICK_REPO, "config.json model.safetensors")],
+                                               "`weights: \"folder\"`"))
+        if proc is None:
+            files = "preprocessor_config.json tokenizer_config.json tokenizer.json vocab.json merges.txt special_tokens_map.json config.json"
+            return Located({}, missing_message("pickscore processor", [f"{PICK_PROCESSOR_REPO} in the HF cache"],
+                                               [HubFile(PICK_PROCESSOR_REPO, files)],
+                                               "the processor files in the weights folder"))
+        return Located({"model": model, "processor": proc})
+
+    def hashed_files(self) -> dict[str, Path]:
+        d = self.files["model"]
+        return {n: d / n for n in ("config.json", *HF_WEIGHT_NAMES) if (d / n).is_file()}
+
+    def build(self):
+        from scoreaudit.plugins.scorers.model_pickscore import PickScoreImpl  # noqa: PLC0415
+
+        return PickScoreImpl(self.files, self.device, self.dtype, self.batch_size)
+
+
+# ---------------------------------------------------------------- ImageReward
+
+
+IR_REPO = "THUDM/ImageReward"
+BERT_REPOS = ("bert-base-uncased", "google-bert/bert-base-uncased")
 
 
 @scorers.register("image_reward", params=PromptParams, version="1", needs_prompt=True,
                   requires=("torch", "transformers"))
-class ImageReward:
-    """ImageReward v1.0 (BLIP + MLP), normalised as (r − 0.16717) / 1.03334."""
+class ImageReward(_ModelScorer):
+    """ImageReward v1.0 (BLIP + MLP), normalised as (r − 0.16717) / 1.03334.
+
+    weights: ImageReward.pt, or a folder with ImageReward.pt and med_config.json (and
+    optionally the bert-base-uncased vocab.txt). Default: the Hugging Face cache,
+    THUDM/ImageReward (ImageReward.pt, med_config.json) and bert-base-uncased (tokenizer).
+    """
+
+    _modules = ("torch", "transformers")
+
+    @classmethod
+    def locate(cls, params) -> Located:
+        w = params.weights
+        ckpt = locate_one("image_reward checkpoint", w, ["ImageReward.pt"], [HubFile(IR_REPO, "ImageReward.pt")])
+        folder = None
+        if not isinstance(ckpt, Located):
+            folder = ckpt.parent
+        med = folder / "med_config.json" if folder is not None and (folder / "med_config.json").is_file() else None
+        if med is None:
+            med = locate_one("image_reward med_config.json", None, [], [HubFile(IR_REPO, "med_config.json")],
+                             param_hint="med_config.json next to ImageReward.pt")
+        tok = folder if folder is not None and (folder / "vocab.txt").is_file() else None
+        if tok is None:
+            for repo in BERT_REPOS:
+                snap = locate_snapshot(repo, ["vocab.txt"], [])
+                if snap is not None:
+                    tok = snap
+                    break
+        if tok is None:
+            tok = Located({}, missing_message("image_reward tokenizer (bert-base-uncased)",
+                                              [f"{r} in the HF cache" for r in BERT_REPOS],
+                                              [HubFile("bert-base-uncased", "vocab.txt tokenizer_config.json")],
+                                              "vocab.txt next to ImageReward.pt"))
+        return _pair("image_reward", checkpoint=ckpt, med_config=med, tokenizer=tok)
+
+    def hashed_files(self) -> dict[str, Path]:
+        return {"checkpoint": self.files["checkpoint"], "med_config": self.files["med_config"]}
+
+    def build(self):
+        from scoreaudit.plugins.scorers.model_blip import ImageRewardImpl  # noqa: PLC0415
+
+        return ImageRewardImpl(self.files, self.device, self.dtype, self.batch_size)
+
+
+# ---------------------------------------------------------------- HPSv2
+
+
+HPS_REPO, HPS_ARCH = "xswu/HPSv2", "ViT-H-14"
+HPS_FILES = {"2.0": "HPS_v2_compressed.pt", "2.1": "HPS_v2.1_compressed.pt"}
 
 
 class HpsParams(PromptParams):
@@ -46,8 +285,29 @@ class HpsParams(PromptParams):
 
 @scorers.register("hpsv2", params=HpsParams, version="1", needs_prompt=True,
                   requires=("torch", "open_clip"))
-class Hpsv2:
-    """HPSv2 (v2.0 / v2.1) on open_clip ViT-H-14: cosine of image and text embeddings."""
+class Hpsv2(_ModelScorer):
+    """HPSv2 (v2.0 / v2.1) on open_clip ViT-H-14: cosine of image and text embeddings.
+
+    weights: HPS_v2.1_compressed.pt / HPS_v2_compressed.pt (a dict with 'state_dict'), or a
+    folder holding it. Default: the Hugging Face cache, xswu/HPSv2. Preprocessing is HPSv2's own
+    (longest side to 224, zero padding), not open_clip's centre crop.
+    """
+
+    _modules = ("torch", "open_clip")
+
+    @classmethod
+    def locate(cls, params) -> Located:
+        name = HPS_FILES[params.version]
+        ckpt = locate_one(f"hpsv2 {params.version} checkpoint", params.weights, [name], [HubFile(HPS_REPO, name)])
+        return _pair("hpsv2", checkpoint=ckpt)
+
+    def build(self):
+        from scoreaudit.plugins.scorers.model_openclip import HpsImpl  # noqa: PLC0415
+
+        return HpsImpl(self.files, self.device, self.dtype, HPS_ARCH, self.batch_size)
+
+
+# ---------------------------------------------------------------- CLIP score
 
 
 class ClipScoreParams(PromptParams):
@@ -55,7 +315,101 @@ class ClipScoreParams(PromptParams):
     pretrained: str = "openai"
 
 
+# open_clip's pretrained table without importing open_clip (readiness must stay light);
+# other tags are resolved through open_clip when the scorer is built.
+KNOWN_OPEN_CLIP_HUB = {
+    ("ViT-B-32", "openai"): "timm/vit_base_patch32_clip_224.openai",
+    ("ViT-B-32-quickgelu", "openai"): "timm/vit_base_patch32_clip_224.openai",
+    ("ViT-B-16", "openai"): "timm/vit_base_patch16_clip_224.openai",
+    ("ViT-L-14", "openai"): "timm/vit_large_patch14_clip_224.openai",
+    ("ViT-L-14-quickgelu", "openai"): "timm/vit_large_patch14_clip_224.openai",
+    ("ViT-H-14", "laion2b_s32b_b79k"): "laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
+}
+
+
+def _hub_from_open_clip(model: str, tag: str) -> str | None:
+    import open_clip  # noqa: PLC0415 - only while building, never in readiness
+
+    cfg = open_clip.get_pretrained_cfg(model, tag) or {}
+    hub = cfg.get("hf_hub", "")
+    return hub.rstrip("/") if hub else None
+
+
+def _open_clip_dir_weights(folder: Path) -> Path | None:
+    for name in (*OPEN_CLIP_WEIGHT_NAMES, "open_clip_pytorch_model.safetensors", "model.safetensors", "pytorch_model.bin"):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
 @scorers.register("clip_score", params=ClipScoreParams, version="1", needs_prompt=True,
                   requires=("torch", "open_clip"))
-class ClipScore:
-    """CLIP score: 100 · max(cos(text, image), 0) with any open_clip model."""
+class ClipScore(_ModelScorer):
+    """CLIP score: 100 · max(cos(text, image), 0) with any open_clip model.
+
+    model: an open_clip architecture name (with pretrained: a tag whose weights are in the
+    Hugging Face cache), `hf-hub:org/repo` (config and weights from the cache) or
+    `local-dir:FOLDER` (open_clip_config.json + weights). weights: a checkpoint file for `model`,
+    or a folder with open_clip_config.json.
+    """
+
+    _modules = ("torch", "open_clip")
+
+    @classmethod
+    def locate(cls, params, resolve_tag: bool = False) -> Located:
+        model, w = params.model, params.weights
+        folder: Path | None = None
+        if w is not None:
+            p = Path(w).expanduser()
+            if p.is_dir():
+                folder = p
+            elif p.is_file():
+                return Located({"checkpoint": p})
+            else:
+                return Located({}, f"clip_score: weights path {p} does not exist")
+        elif model.startswith("local-dir:"):
+            folder = Path(model[len("local-dir:"):]).expanduser()
+        elif model.startswith("hf-hub:"):
+            repo = model[len("hf-hub:"):]
+            folder = locate_snapshot(repo, ["open_clip_config.json"], [])
+            if folder is None:
+                return Located({}, missing_message(f"clip_score {model}", [f"{repo} in the HF cache"],
+                                                   [HubFile(repo, "open_clip_config.json open_clip_model.safetensors")],
+                                                   "`weights: \"folder\"`"))
+        if folder is not None:
+            ck = _open_clip_dir_weights(folder) if (folder / "open_clip_config.json").is_file() else None
+            if ck is None:
+                return Located({}, f"clip_score: {folder} needs open_clip_config.json and open_clip_model.safetensors")
+            return Located({"folder": folder, "checkpoint": ck})
+        repo = KNOWN_OPEN_CLIP_HUB.get((model, params.pretrained))
+        if repo is None and resolve_tag:
+            repo = _hub_from_open_clip(model, params.pretrained)
+        if repo is None:
+            if resolve_tag:
+                return Located({}, f"clip_score: open_clip has no Hugging Face weights for {model!r} with "
+                                   f"pretrained {params.pretrained!r}; pass `weights: \"file\"`")
+            return Located({}, f"clip_score: {model}/{params.pretrained} is checked when the run starts "
+                               "(open_clip is needed to resolve the tag)")
+        hub = [HubFile(repo, n) for n in OPEN_CLIP_WEIGHT_NAMES]
+        ck = locate_one(f"clip_score {model} ({params.pretrained})", None, [], hub)
+        return _pair("clip_score", checkpoint=ck)
+
+    @classmethod
+    def readiness(cls, params) -> tuple[bool, str]:
+        ok, detail = super().readiness(params)
+        if not ok and params is not None and "checked when the run starts" in detail:
+            return True, detail  # cannot tell without open_clip; `run` reports it precisely
+        return ok, detail
+
+    @classmethod
+    def locate_for_run(cls, params) -> Located:
+        return cls.locate(params, resolve_tag=True)
+
+    def build(self):
+        from scoreaudit.plugins.scorers.model_openclip import ClipScoreImpl  # noqa: PLC0415
+
+        arch = self.params.model
+        return ClipScoreImpl(self.files, self.device, self.dtype, arch, self.params.pretrained, self.batch_size)
+
+
+__all__ = ["LaionAesthetic", "PickScore", "ImageReward", "Hpsv2", "ClipScore", "find_in_hf_cache"]

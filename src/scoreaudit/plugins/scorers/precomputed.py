@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import math
+from typing import Annotated, Any, Optional, Sequence
 
+import numpy as np
+
+from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem, ScorerUnavailable
 from scoreaudit.registry import Params, Ref, scorers
 
 Column = Annotated[str, Ref("column")]
@@ -15,6 +19,97 @@ class PrecomputedParams(Params):
     other: Optional[Column] = None
 
 
+def parse_score(value: Any) -> float:
+    """A manifest cell as a finite float; ValueError (with the reason) otherwise."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{value!r} is not a number")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise ValueError("the cell is empty")
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number") from None
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError("the cell is empty (NaN)" if math.isnan(number) else f"{number} is not finite")
+    return number
+
+
 @scorers.register("precomputed", params=PrecomputedParams, version="1", needs_prompt=False, requires=())
 class Precomputed:
-    """Per-image scores from a manifest column (pairs arms: `preferred:` and `other:` columns)."""
+    """Per-image scores from a manifest column (pairs arms: `preferred:` and `other:` columns).
+
+    `precomputed(column: c)` reads column c of each image's manifest row.
+    `precomputed(preferred: a, other: b)` is for pairs arms: the preferred
+    image's score is column a of the pair's row, the other image's column b.
+    A cell that is empty, NaN, infinite or not a number excludes that image
+    (listed with the reason in the report), never the whole run. The score
+    changes of operators are 0 by construction (the manifest has one value
+    per image), so precomputed scores suit cross-image statistics.
+    """
+
+    needs_prompt = False
+    uses_item = True
+
+    def __init__(self, params: PrecomputedParams | dict | None = None, device: str = "cpu",
+                 precision: str = "auto") -> None:
+        if params is None:
+            params = PrecomputedParams()
+        elif not isinstance(params, PrecomputedParams):
+            params = PrecomputedParams.model_validate(dict(params))
+        by_side = params.preferred is not None or params.other is not None
+        if params.column is None and not (params.preferred and params.other):
+            raise ScorerUnavailable(
+                "precomputed needs `column: NAME` (image arms) or both `preferred: A` and "
+                "`other: B` (pairs arms), naming manifest columns that hold the scores"
+            )
+        if params.column is not None and by_side:
+            raise ScorerUnavailable(
+                "precomputed takes either `column:` or `preferred:`/`other:`, not both"
+            )
+        self.p = params
+
+    def weights_hash(self) -> str | None:
+        return None
+
+    def column_for(self, item: ScoreItem) -> str:
+        p = self.p
+        if p.column is not None:
+            if item.side is not None:
+                raise ValueError(
+                    f"arm {item.arm!r} is a pairs arm: use precomputed(preferred: A, other: B) "
+                    "to name one score column per side"
+                )
+            return p.column
+        if item.side not in ("preferred", "other"):
+            raise ValueError(
+                f"arm {item.arm!r} is not a pairs arm: use precomputed(column: NAME)"
+            )
+        return p.preferred if item.side == "preferred" else p.other  # type: ignore[return-value]
+
+    def score(self, images: Sequence[np.ndarray] | None, prompts: Sequence[str] | None,
+              items: Sequence[ScoreItem]) -> np.ndarray:
+        out = np.full(len(items), np.nan)
+        reasons: dict[int, str] = {}
+        for k, item in enumerate(items):
+            try:
+                col = self.column_for(item)
+            except ValueError as e:
+                reasons[k] = str(e)
+                continue
+            if col not in item.row:
+                reasons[k] = f"manifest has no column {col!r} (precomputed score)"
+                continue
+            try:
+                out[k] = parse_score(item.row[col])
+            except ValueError as e:
+                reasons[k] = f"precomputed score column {col!r}: {e}"
+        if reasons:
+            raise ScoreUnavailableForItem(reasons, out)
+        return out

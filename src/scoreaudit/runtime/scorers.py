@@ -1,0 +1,238 @@
+"""Scorer factory and the `scoreaudit scorers` listing.
+
+Availability is decided without importing heavy libraries: a scorer's
+`requires` meta names the modules it imports (checked with
+`importlib.util.find_spec`, which does not run them), and a scorer class may
+offer the readiness hook documented in `plugins/base.py` to say whether its
+weights are on this machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scoreaudit.plugins.base import ScorerUnavailable
+from scoreaudit.registry import PluginEntry, load_plugins, scorers
+
+MODELS_EXTRA = "pip install 'scoreaudit[models]'"
+
+# How to get each module a scorer may require (module import name -> install hint).
+INSTALL_HINTS: dict[str, str] = {
+    "torch": MODELS_EXTRA,
+    "torchvision": MODELS_EXTRA,
+    "open_clip": MODELS_EXTRA,
+    "transformers": MODELS_EXTRA,
+    "safetensors": MODELS_EXTRA,
+    "huggingface_hub": MODELS_EXTRA,
+    "skvideo": "pip install scikit-video",
+}
+
+
+def module_available(name: str) -> bool:
+    """True when `name` can be imported here; nothing is imported (only the top-level package is located)."""
+    try:
+        return importlib.util.find_spec(name.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_requirements(entry: PluginEntry) -> list[str]:
+    return [m for m in entry.meta.get("requires", ()) if not module_available(m)]
+
+
+def install_hint(modules: list[str]) -> str:
+    hints = sorted({INSTALL_HINTS.get(m, f"pip install {m}") for m in modules})
+    return " and ".join(hints)
+
+
+def missing_message(entry: PluginEntry, missing: list[str]) -> str:
+    what = ", ".join(missing)
+    if all(INSTALL_HINTS.get(m) == MODELS_EXTRA for m in missing):
+        return f"{entry.name} needs the models extra ({what} not installed): {MODELS_EXTRA}"
+    return f"{entry.name} needs {what}, which is not installed: {install_hint(missing)}"
+
+
+def _default_params(entry: PluginEntry):
+    try:
+        return entry.params.model_validate({})
+    except Exception:  # a required argument: the defaults alone do not validate
+        return None
+
+
+def readiness(entry: PluginEntry, params: Any = None) -> tuple[bool, str]:
+    """(ready, detail) for one scorer on this machine, importing nothing heavy."""
+    missing = missing_requirements(entry)
+    if missing:
+        return False, missing_message(entry, missing)
+    hook = getattr(entry.impl, "readiness", None)
+    if callable(hook):
+        try:
+            ready, detail = hook(params if params is not None else _default_params(entry))
+        except ScorerUnavailable as e:
+            return False, str(e)
+        return bool(ready), str(detail)
+    needs = entry.meta.get("requires", ())
+    return True, ("installed: " + ", ".join(needs)) if needs else "built in, no weights"
+
+
+def make_scorer(scorer_ir, device: str, precision: str = "auto"):
+    """Instantiate the scorer a ScorerIR names, or raise ScorerUnavailable saying what is missing.
+
+    `scorer_ir.call.params` are the validated parameters as plain data; they are
+    re-validated into the plugin's model so implementations get typed params.
+    """
+    load_plugins()
+    name = scorer_ir.call.plugin
+    if name not in scorers:
+        raise ScorerUnavailable(
+            f"no scorer called {name!r} is registered here (known: {', '.join(scorers.names())}); "
+            "a third-party scorer must be installed so that its `scoreaudit.plugins` entry point loads"
+        )
+    entry = scorers.get(name)
+    params = entry.params.model_validate(dict(scorer_ir.call.params))
+    ready, detail = readiness(entry, params)
+    if not ready:
+        raise ScorerUnavailable(f"scorer {scorer_ir.name!r}: {detail}")
+    return entry.impl(params, device=device, precision=precision)
+
+
+# ------------------------------------------------------------------ listing
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    name: str
+    type: str
+    default: Any
+    required: bool
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    name: str
+    version: str
+    summary: str
+    needs_prompt: bool
+    requires: tuple[str, ...]
+    ready: bool
+    detail: str
+    params: tuple[ParamInfo, ...]
+
+
+def _type_text(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    if text is None:
+        text = repr(annotation)
+    for noise in ("typing.", "scoreaudit.registry.", "Annotated[", "NoneType"):
+        text = text.replace(noise, "None" if noise == "NoneType" else "")
+    text = text.replace("<class '", "").replace("'>", "")
+    # Annotated[str, Ref('column')] -> str, Ref('column')] after the strip above: keep the base type.
+    if ", Ref(" in text:
+        head, _, rest = text.partition(", Ref(")
+        kind = rest.split(")")[0].strip("'\"")
+        tail = rest.split(")]", 1)[1] if ")]" in rest else ""
+        text = f"{head} ({kind}){tail}"
+    return text
+
+
+def _param_infos(entry: PluginEntry) -> tuple[ParamInfo, ...]:
+    out = []
+    for name, field in entry.params.model_fields.items():
+        required = field.is_required()
+        default = None if required else field.get_default(call_default_factory=True)
+        out.append(ParamInfo(name=name, type=_type_text(field.annotation), default=default, required=required))
+    return tuple(out)
+
+
+def scorer_infos() -> list[ScorerInfo]:
+    load_plugins()
+    infos = []
+    for entry in scorers:
+        ready, detail = readiness(entry)
+        infos.append(ScorerInfo(
+            name=entry.name,
+            version=entry.version,
+            summary=entry.summary,
+            needs_prompt=bool(entry.meta.get("needs_prompt", False)),
+            requires=tuple(entry.meta.get("requires", ())),
+            ready=ready,
+            detail=detail,
+            params=_param_infos(entry),
+        ))
+    return infos
+
+
+def _param_text(p: ParamInfo) -> str:
+    return f"{p.name}: {p.type}" + (" (required)" if p.required else f" = {p.default!r}")
+
+
+def _plain(infos: list[ScorerInfo]) -> str:
+    lines = []
+    for s in infos:
+        state = "ready" if s.ready else "NOT READY"
+        prompt = "needs a prompt" if s.needs_prompt else "no prompt"
+        lines.append(f"{s.name}  [{state}]  ({prompt}, version {s.version})")
+        lines.append(f"    {s.summary}")
+        lines.append(f"    params: {', '.join(_param_text(p) for p in s.params) or 'none'}")
+        lines.append(f"    {s.detail}")
+        lines.append("")
+    ready = sum(s.ready for s in infos)
+    lines.append(f"{ready} of {len(infos)} scorers ready on this machine")
+    return "\n".join(lines)
+
+
+def _rich(infos: list[ScorerInfo], width: int | None = None) -> str:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Scorers", show_lines=True)
+    table.add_column("scorer", style="bold")
+    table.add_column("parameters")
+    table.add_column("prompt")
+    table.add_column("ready")
+    for s in infos:
+        state = "[green]ready[/green]" if s.ready else "[red]not ready[/red]"
+        table.add_row(
+            f"{escape(s.name)}\n[dim]{escape(s.summary)}[/dim]",
+            escape("\n".join(_param_text(p) for p in s.params) or "-"),
+            "yes" if s.needs_prompt else "no",
+            f"{state}\n[dim]{escape(s.detail)}[/dim]",
+        )
+    buf = io.StringIO()
+    Console(file=buf, force_terminal=True, width=width).print(table)
+    return buf.getvalue().rstrip("\n")
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def list_scorers(as_json: bool = False, tty: bool | None = None) -> str:
+    """Every registered scorer, its parameters, whether it needs a prompt and whether it is ready here.
+
+    JSON when `as_json`; a rich table when stdout is a terminal; plain text
+    (no colour codes) otherwise. Imports nothing heavy, so it is quick and
+    works without torch.
+    """
+    infos = scorer_infos()
+    if as_json:
+        rows = []
+        for s in infos:
+            d = asdict(s)
+            d["requires"] = list(s.requires)
+            d["params"] = [{**asdict(p), "default": _jsonable(p.default)} for p in s.params]
+            rows.append(d)
+        return json.dumps(rows, indent=2)
+    if tty is None:
+        tty = sys.stdout.isatty()
+    return _rich(infos) if tty else _plain(infos)
