@@ -333,11 +333,24 @@ Decl = Union[
 
 
 @dataclass(frozen=True)
+class Comment:
+    """`# text` as written (with the `#`); kept only so `fmt` can put it back."""
+
+    text: str
+    span: Span = _span_field()
+
+
+@dataclass(frozen=True)
 class Module:
-    """A whole `.audit` file, declarations in source order."""
+    """A whole `.audit` file, declarations in source order.
+
+    `comments` are the file's `#` comments in source order; they do not take
+    part in equality (two modules that differ only in comments are equal).
+    """
 
     decls: tuple[Decl, ...]
     span: Span = _span_field()
+    comments: tuple[Comment, ...] = field(default=(), compare=False, repr=False)
 
 
 def strip_spans(node):

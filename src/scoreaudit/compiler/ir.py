@@ -44,6 +44,10 @@ class Settings(Frozen):
     on_error: Literal["skip", "fail"] = "skip"
     batch_size: int = 16
     max_groups: int = 50  # best-of-n: groups per cluster before sampling
+    # Long tables of precomputed results covering every arm (an `arm` column), relative to the
+    # spec's folder (spec/precomputed.md).
+    scores: Optional[str] = None
+    measures: Optional[str] = None
 
 
 class PluginCall(Frozen):

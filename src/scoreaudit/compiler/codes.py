@@ -1,0 +1,257 @@
+"""The diagnostics catalogue: every code, its cause, an example and the fix.
+
+spec/diagnostics.md is generated from this table (`python -m
+scoreaudit.compiler.docs`), and tests check that every code used anywhere in
+src/ is here and that each compiler example really produces its code. E01xx
+belong to the grammar, E07xx to the runtime; their owners describe them here
+too, so users have one catalogue.
+
+Examples of compiler codes (E02xx–E06xx, W) are appended to `PRELUDE` unless
+they start with `audit` (then they are a whole file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRELUDE = '''audit "Example" { version: 1  seed: 1 }
+scorer laion = laion_aesthetic()
+scorer pick  = pickscore(prompt: "a photo of a person")
+arm real      = images("data/real", manifest: "data/real.csv", kind: real, strata: race)
+arm synthetic = images("data/syn", manifest: "data/syn.csv", kind: synthetic, cluster: prompt_id)
+arm wide      = pairs("data/pairs.csv", preferred: faithful, other: polished)
+region face = face()
+region skin = skin(within: face)
+region rest = not skin
+measure ita = ita(region: skin)
+covariate clipping = gamut_clip()
+operator light = lab_shift(channel: L, region: skin) doses -10, -5, 0, 5, 10
+placebo light_rest = lab_shift(channel: L, region: rest) of light
+'''
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    title: str
+    cause: str
+    fix: str
+    example: str = ""  # spec text that produces the code ("" for run-time codes: see `cause`)
+    stage: str = "compiler"  # grammar | compiler | runtime
+
+    @property
+    def severity(self) -> str:
+        return "warning" if self.code.startswith("W") else "error"
+
+    def example_source(self) -> str:
+        if not self.example or self.stage != "compiler":
+            return self.example
+        return self.example if self.example.startswith("audit") else PRELUDE + self.example
+
+
+def _g(code: str, title: str, cause: str, fix: str, example: str = "") -> Code:
+    return Code(code, title, cause, fix, example, stage="grammar")
+
+
+def _r(code: str, title: str, cause: str, fix: str) -> Code:
+    return Code(code, title, cause, fix, "", stage="runtime")
+
+
+CATALOGUE: tuple[Code, ...] = (
+    Code("E0001", "internal compiler error", "A bug in scoreaudit, not in the spec: the checker met a case it does not handle.",
+         "Report it with the spec that triggers it.", stage="compiler"),
+    # ------------------------------------------------------------ E01 syntax (grammar)
+    _g("E0100", "internal parser failure", "The parser failed in a way it does not recognise.", "Report it with the spec."),
+    _g("E0101", "unexpected token", "The text does not follow the grammar at this point.",
+       "Read the expected tokens in the message; compare with spec/language.md.", 'scorer laion = laion_aesthetic(('),
+    _g("E0102", "operator without doses", "An `operator` declaration has no `doses` clause.",
+       "Add `doses -10, 0, 10` or `doses -20..20 step 10` after the call.", "operator light = lab_shift(channel: L)"),
+    _g("E0103", "unclosed block", "A `{` block has no matching `}`.", "Close the block.", 'audit "t" { version: 1'),
+    _g("E0104", "`=` in a settings block", "Settings are written `key: value`.", "Replace `=` by `:`.",
+       'audit "t" { version = 1 }'),
+    _g("E0105", "unquoted text", "Text with spaces (a prompt, a title) must be a double-quoted string.",
+       'Quote it: `prompt: "a photo of a person"`.', "scorer s = pickscore(prompt: a photo of a person)"),
+    _g("E0106", "unterminated string", "A string has no closing double quote on its line.", "Add the closing `\"`.",
+       'audit "t { version: 1 }'),
+    _g("E0107", "unexpected character", "A character that is not part of the language (e.g. `$`, `;`).",
+       "Remove it.", 'audit "t" { version: 1; }'),
+    _g("E0108", "no audit block", "The file has no `audit \"title\" { ... }` block.",
+       "Start the file with an audit block.", "scorer laion = laion_aesthetic()"),
+    _g("E0109", "nesting too deep", "Expressions nest deeper than the parser allows (a guard against hostile input).",
+       "Simplify the expression."),
+    _g("E0110", "positional after named argument (syntax)", "A positional argument follows a `name: value` one.",
+       "Put positional arguments first.", 'arm a = images(manifest: "m.csv", "data")'),
+    # ------------------------------------------------------------ E02 names and declarations
+    Code("E0201", "duplicate name", "Two declarations share a name. Every declaration (scorer, arm, region, "
+         "measure, covariate, operator, placebo, selection, hypothesis) lives in one namespace.",
+         "Rename one of them.", "region face = face()\n"),
+    Code("E0202", "unknown plugin", "The function of a scorer, arm, region, measure, covariate or operator is not "
+         "registered (a misspelling, or a plugin of another kind).",
+         "Use the suggested name, or see `scoreaudit describe NAME` and spec/language.md for the registered ones.",
+         "operator warm = lab_shfit(channel: b) doses -5, 0, 5\n"),
+    Code("E0203", "unknown name", "A reference (`region: X`, `on X`, `of X`, `under X`, `by X`, `for X`) names "
+         "nothing declared.", "Declare it, or use the suggested name.",
+         'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on reel for each scorer\n}\n'),
+    Code("E0204", "wrong kind of name", "A reference names a declaration of another kind (an operator where a "
+         "region is expected).", "Name a declaration of the expected kind.",
+         "measure lum = mean_lab(region: light)\n"),
+    Code("E0205", "unknown statistic", "A hypothesis calls a statistic that is not registered.",
+         "Use the suggested name; spec/language.md lists every statistic.",
+         'hypothesis H1 "t" {\n  fidelty_index(light) > 0 on real for each scorer\n}\n'),
+    Code("E0206", "reserved name", "`original` names the unaltered images in every table, so no operator may use it.",
+         "Rename the operator.", "operator original = gaussian_blur(region: skin) doses 0, 1, 2\n"),
+    Code("E0207", "no audit block", "The spec has no `audit \"title\" { ... }` block (it carries the title and settings).",
+         "Add one at the top of the file."),
+    Code("E0208", "repeated block", "More than one `audit` or `report` block.", "Merge them into one.",
+         "report { formats: html }\nreport { formats: pdf }\n"),
+    Code("E0209", "region refers to itself", "A region is defined in terms of itself, directly (`region a = not a`) "
+         "or through other regions or a plugin argument (`skin(within: skin)`).",
+         "Define it from other regions.", "region inner = skin(within: outer)\nregion outer = not inner\n"),
+    # ------------------------------------------------------------ E03 arguments and types
+    Code("E0301", "unknown argument", "A call passes an argument its plugin does not take.",
+         "Use the suggested name, or `scoreaudit describe PLUGIN` for its parameters.",
+         "operator warm = lab_shift(chanel: b, region: skin) doses -5, 0, 5\n"),
+    Code("E0302", "missing argument", "A required parameter of the plugin is not given.", "Add it.",
+         "measure tone = ita()\n"),
+    Code("E0303", "invalid argument value", "An argument has the wrong type or a value outside its choices "
+         "(a string where a number is needed, `channel: X`, a call where a name is needed).",
+         "Give a value of the type shown in the message; `scoreaudit describe PLUGIN` lists the types.",
+         "operator warm = lab_shift(channel: X, region: skin) doses -5, 0, 5\n"),
+    Code("E0304", "bad positional argument", "Too many positional arguments, or a positional one after a named one.",
+         "Name the argument (`name: value`).", 'scorer s = pickscore("a photo")\n'),
+    Code("E0305", "argument given twice", "The same parameter is given twice (by position and by name, or by name twice).",
+         "Keep one.", "measure tone = ita(skin, region: face)\n"),
+    Code("E0306", "unknown setting", "The audit or report block has a setting that does not exist.",
+         "Use the suggested name; spec/language.md lists every setting.", 'audit "t" { version: 1  alpah: 0.05 }\n'),
+    Code("E0307", "invalid setting value", "A setting has the wrong type or is not one of its choices "
+         "(e.g. `alpha: \"x\"`, `correction: fdr`).", "Use a value of the type shown.",
+         'audit "t" { version: 1  alpha: "x" }\n'),
+    Code("E0308", "setting given twice", "A setting appears twice in one block.", "Keep one.",
+         'audit "t" { version: 1  seed: 1  seed: 2 }\n'),
+    Code("E0309", "unsupported language version", "`version:` names a language version this scoreaudit does not know.",
+         "Write `version: 1`.", 'audit "t" { version: 2 }\n'),
+    # ------------------------------------------------------------ E04 doses and operators
+    Code("E0401", "dose out of range", "A dose lies outside the operator's declared dose range "
+         "(e.g. blur sigma below 0, JPEG quality above 100).", "Use doses inside the range the message shows.",
+         "operator blur = gaussian_blur(region: skin) doses -1, 0, 1, 2\n"),
+    Code("E0402", "invalid dose range", "A range `a..b step s` whose step is not positive, that ends before it "
+         "starts, or that has more than 1000 doses.", "Fix the bounds or the step.",
+         "operator hue = hue_rotate(region: skin) doses 20..-20 step 10\n"),
+    Code("E0403", "placebo of a placebo", "`placebo X = ... of Y` where Y is itself a placebo.",
+         "Name the operator the placebo controls for.",
+         "placebo again = lab_shift(channel: L, region: face) of light_rest\n"),
+    Code("E0404", "operator without doses", "An operator has no doses (reported when the parser recovered).",
+         "Add a `doses` clause."),
+    Code("E0405", "only the identity dose", "Every dose equals the identity, so the operator changes nothing.",
+         "Add doses on both sides of the identity.", "operator none = gaussian_blur(region: skin) doses 0\n"),
+    Code("E0406", "unknown validation check", "A `validate` statement uses a check other than `r2` or `monotonic`.",
+         "Use `r2 >= a` and/or `monotonic >= b`.", "validate ita under light: rsquared >= 0.5\n"),
+    Code("E0407", "validation threshold outside [0, 1]", "`r2` and `monotonic` are shares, so thresholds lie in [0, 1].",
+         "Use a threshold between 0 and 1.", "validate ita under light: r2 >= 50\n"),
+    Code("E0408", "best_of n too small", "`best_of n` needs a whole n of at least 2 (one candidate is no selection).",
+         "Use n >= 2.", "select best1 = best_of 1 under light by ita\n"),
+    Code("E0409", "best_of n larger than the dose variants", "Under an operator the candidates are the dose variants "
+         "of one image, so n cannot exceed the number of doses.", "Lower n or add doses.",
+         "select best9 = best_of 9 under light by ita\n"),
+    Code("E0410", "doses not symmetric", "`fidelity_index`, `asymmetry` and `placebo_ratio` pair each dose with its "
+         "mirror around the identity; the operator lacks some mirrors.", "Add the mirrored doses the help lists.",
+         "operator warm = lab_shift(channel: b, region: skin) doses 0, 5, 10\n"
+         'hypothesis H1 "t" {\n  fidelity_index(warm) > 0 on real for each scorer\n}\n'),
+    Code("E0411", "not a placebo of the operator", "`placebo_ratio(o, p)` needs p declared as `placebo p = ... of o`.",
+         "Name a placebo of the operator.",
+         "operator blur = hue_rotate(region: skin) doses -2, -1, 0, 1, 2\n"
+         'hypothesis H1 "t" {\n  placebo_ratio(blur, light_rest) within [0.5, 2] on real for each scorer\n}\n'),
+    Code("E0412", "placebo identity differs", "A placebo shares its operator's doses, so its plugin must have the same "
+         "identity dose.", "Use the same operator plugin on another region.",
+         "placebo jp = jpeg(region: rest) of light\n"),
+    # ------------------------------------------------------------ E05 arm requirements
+    Code("E0501", "needs an images arm", "The statistic works on images (operators, factors, clusters), but the arm "
+         "is a pairs arm.", "Run it on an `images(...)` arm.",
+         'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on wide for each scorer\n}\n'),
+    Code("E0502", "needs a pairs arm", "`pairwise_accuracy()`/`mean_gap()` compare the two images of a pair.",
+         "Run it on a `pairs(...)` arm.", 'hypothesis W1 "t" {\n  pairwise_accuracy() > 0.5 on real for each scorer\n}\n'),
+    Code("E0503", "needs a cluster column", "Factor, rank and ranked-set statistics compare images within clusters "
+         "(counterfactual sets, prompts), but the arm declares no `cluster`.", "Add `cluster: COLUMN` to the arm.",
+         'hypothesis C2 "t" {\n  recall_best(1) > 0.5 on real for each scorer\n}\n'),
+    Code("E0504", "factor not declared", "A factor (`factor_effect(race)`, `model: race * gender`) is not in the "
+         "arm's `factors: [...]`.", "Declare it on the arm, or use the suggested factor.",
+         'hypothesis C1 "t" {\n  factor_effect(race) < 0.1 on synthetic for each scorer\n}\n'),
+    Code("E0505", "transfer between arms of the same kind", "`transfers` asks whether a synthetic finding holds on "
+         "real data; both arms have the same kind.", "Transfer from a synthetic arm to a real one.",
+         "arm real2 = images(\"data/r2\", manifest: \"data/r2.csv\", kind: real)\n"
+         'hypothesis H4 "t" {\n  transfers(asymmetry(light), from: real2, to: real) for each scorer\n}\n'),
+    Code("E0506", "selection needs clusters", "`best_of n by m` without `under` draws n images of one cluster; "
+         "the arm has no `cluster` column.", "Add `cluster:` to the arm, or select among dose variants with `under`.",
+         "select best2 = best_of 2 by ita\n"
+         'hypothesis H5 "t" {\n  abs(net_drift(best2)) < 1 on real for each scorer\n}\n'),
+    Code("E0507", "scorer needs a prompt", "A text-conditioned scorer (PickScore, ImageReward, HPSv2, CLIP score) has "
+         "no `prompt:` and the arm declares no `prompt` column.",
+         'Add `prompt: "..."` or `prompt: column(COLUMN)` to the scorer, or `prompt: COLUMN` to the arm.',
+         "scorer ir = image_reward()\n"
+         'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real for ir\n}\n'),
+    # ------------------------------------------------------------ E06 hypotheses
+    Code("E0601", "number without a threshold", "A statistic that returns a number stands alone as a claim.",
+         "Compare it: `θ > t`, `θ < t`, `abs(θ) < δ` or `θ within [a, b]`.",
+         'hypothesis H1 "t" {\n  fidelity_index(light) on real for each scorer\n}\n'),
+    Code("E0602", "claim compared with a number", "`transfers`/`homogeneous` decide their claim themselves; "
+         "they cannot be compared with a threshold.", "Write the claim on its own.",
+         'hypothesis H6 "t" {\n  homogeneous(fidelity_index(light), by: race) > 0 on real for each scorer\n}\n'),
+    Code("E0603", "empty interval", "`within [a, b]` needs a < b.", "Swap or widen the bounds.",
+         'hypothesis H3 "t" {\n  placebo_ratio(light, light_rest) within [2, 0.5] on real for each scorer\n}\n'),
+    Code("E0604", "abs() with a lower bound", "`abs(θ) > t` (or `abs(θ) within ...`) is a two-sided claim that "
+         "cannot be pre-registered as one test.",
+         "Test one direction (`θ > t` or `θ < -t`), or claim equivalence with `abs(θ) < δ` or `θ within [a, b]`.",
+         'hypothesis H2 "t" {\n  abs(asymmetry(light)) > 0.05 on real for each scorer\n}\n'),
+    Code("E0605", "no arm", "The statistic is computed on an arm, but the claim has no `on ARM`.",
+         "Add `on ARM`.", 'hypothesis H1 "t" {\n  fidelity_index(light) > 0 for each scorer\n}\n'),
+    Code("E0606", "`on` with a cross-arm statistic", "`transfers` reads its arms from `from:` and `to:`.",
+         "Remove the `on` clause.",
+         'hypothesis H4 "t" {\n  transfers(asymmetry(light), from: synthetic, to: real) on real for each scorer\n}\n'),
+    Code("E0607", "validation check in a hypothesis", "`r2` and `monotonic` check a measure; they belong in `validate`.",
+         "Write `validate MEASURE under OPERATOR: r2 >= a`.",
+         'hypothesis V "t" {\n  r2() > 0.5 on real for each scorer\n}\n'),
+    Code("E0608", "bad nested statistic", "`transfers`/`homogeneous` need a nested statistic that returns a number "
+         "(not a claim, not missing); only statistics take a nested call.",
+         "Nest a number statistic, e.g. `transfers(asymmetry(light), from: synthetic, to: real)`.",
+         'hypothesis H4 "t" {\n  transfers(homogeneous(fidelity_index(light), by: race), from: synthetic, to: real)'
+         ' for each scorer\n}\n'),
+    Code("E0609", "non-positive equivalence margin", "`abs(θ) < δ` with δ <= 0 can never hold.",
+         "Use a positive margin.", 'hypothesis H2 "t" {\n  abs(asymmetry(light)) < 0 on real for each scorer\n}\n'),
+    Code("E0610", "no scorer", "A claim runs `for each scorer` but the spec declares no scorer.", "Declare a scorer.",
+         'audit "t" { version: 1 }\narm real = images("data/real", manifest: "data/real.csv", kind: real)\n'
+         'hypothesis W1 "t" {\n  spearman(score, column: rating) > 0.5 on real for each scorer\n}\n'),
+    Code("E0611", "empty hypothesis", "A hypothesis has no claim.", "Add a claim."),
+    # ------------------------------------------------------------ E07 run time (runtime)
+    _r("E0701", "manifest or folder not found", "An arm's manifest or image folder does not exist or cannot be read.",
+       "Fix the path (relative to the spec's folder)."),
+    _r("E0702", "missing manifest column", "A column the spec names (cluster, strata, factors, prompt, masks, "
+       "ratings, pair sides) is not in the arm's manifest; checked before any image is decoded or scored.",
+       "Add the column to the manifest, or fix its name in the spec."),
+    _r("E0703", "duplicate image id", "Two rows (or files) have the same image id.", "Make ids unique."),
+    _r("E0704", "image file not found", "A manifest row points to a file that does not exist.",
+       "Fix the path, or let `on_error: skip` exclude it (listed in the report)."),
+    _r("E0705", "empty arm", "An arm has no rows, or every row was excluded.", "Check the manifest and the exclusions."),
+    _r("E0706", "image unreadable or refused", "An image cannot be decoded, or is larger than `max_pixels` "
+       "(with `on_error: fail`).", "Fix or remove the image, or use `on_error: skip`."),
+    _r("E0707", "path outside the project", "A manifest path leaves the spec's folder.",
+       "Keep data under the spec's folder."),
+    _r("E0708", "empty id or path", "A manifest row has no id or no path.", "Fill in the value or drop the row."),
+    _r("E0720", "cache file unusable", "The cache file is not a scoreaudit SQLite cache (another file, another "
+       "schema).", "Move the file away or pass another `--cache PATH`."),
+    # ------------------------------------------------------------ warnings
+    Code("W0401", "identity dose added", "The doses omit the operator's identity; it is added because the "
+         "unaltered image is always scored.", "Add the identity dose to the list.",
+         "operator blur = gaussian_blur(region: skin) doses 1, 2, 4\n"),
+    Code("W0402", "repeated dose", "A dose is listed twice; it is scored once.", "Remove the repeat.",
+         "operator blur = gaussian_blur(region: skin) doses 0, 1, 1, 2\n"),
+    Code("W0403", "repeated validation check", "A `validate` checks the same statistic twice; both must hold.",
+         "Keep one threshold.", "validate ita under light: r2 >= 0.5, r2 >= 0.6\n"),
+    Code("W0404", "placebo uses another operator", "A placebo's plugin differs from its operator's, so the placebo "
+         "ratio compares different manipulations, not regions.", "Use the same plugin on another region.",
+         "placebo fuzz = hue_rotate(region: rest) of light\n"),
+    Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
+         "twice; the cell is made once.", "List it once.",
+         'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),
+)
+
+BY_CODE: dict[str, Code] = {c.code: c for c in CATALOGUE}

@@ -1,0 +1,139 @@
+"""`scoreaudit describe NAME`: the documentation of a registered entry or a setting.
+
+Generated from the registries (docstring, pydantic parameter model, meta), so
+it cannot drift from what the checker accepts.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Optional
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from scoreaudit import registry
+from scoreaudit.compiler.params import fields_of
+
+META_LABELS = {
+    "identity": "identity dose",
+    "dose_range": "dose range",
+    "pixel_local": "pixel-local",
+    "unit": "unit",
+    "needs": "needs",
+    "returns": "returns",
+    "scope": "scope",
+    "needs_prompt": "needs a prompt",
+    "requires": "requires packages",
+    "validation": "validation check",
+}
+
+SETTING_DOCS = {
+    "version": "language version of the spec (1)",
+    "seed": "seed of every random choice (bootstrap indices, selection groups, planted noise)",
+    "alpha": "FDR / family-wise level for every hypothesis cell",
+    "correction": "multiplicity correction over all cells: bh, by, holm, bonferroni or none",
+    "bootstrap": "cluster-bootstrap resamples",
+    "scale": "sd: score changes in units of the arm's original-score SD; raw: scorer units",
+    "test": "default test of per-cluster contrasts: ttest, wilcoxon or bootstrap",
+    "min_real_clusters": "usable clusters a real arm needs for the auditability verdict",
+    "max_leakage": "largest mean leakage (share of out-of-region pixels changed) for pixel isolation",
+    "robustness": "repeat every stochastic part this many times with derived seeds",
+    "on_error": "what an unreadable image does: skip (listed in the report) or fail",
+    "batch_size": "images per scorer forward pass",
+    "max_groups": "best-of-n: candidate groups per cluster before sampling",
+    "scores": "long table of precomputed scores for every arm (spec/precomputed.md), relative to the spec",
+    "measures": "long table of precomputed measures for every arm (spec/precomputed.md), relative to the spec",
+}
+
+
+def type_text(annotation: Any) -> str:
+    """A reader's rendering of a parameter type (`region name`, `'L' | 'a' | 'b'`, `[column, ...]`)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        for m in args[1:]:
+            if isinstance(m, registry.Ref):
+                return {"column": "column name", "statistic": "statistic call"}.get(m.kind, f"{m.kind} name")
+        return type_text(args[0])
+    if origin is typing.Literal:
+        return " | ".join(repr(a) if isinstance(a, str) else str(a) for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        parts = [type_text(a) for a in args if a is not type(None)]
+        out = " | ".join(dict.fromkeys(parts))
+        return out + (" | none" if type(None) in args else "")
+    if origin in (list, tuple):
+        return f"[{type_text(args[0]) if args else 'any'}, ...]"
+    if annotation is typing.Any:
+        return "any"
+    if isinstance(annotation, type):
+        if issubclass(annotation, registry.ColumnValue):
+            return "column(name)"
+        if issubclass(annotation, BaseModel):
+            return annotation.__name__
+        return {"str": "string", "int": "integer", "float": "number", "bool": "true | false"}.get(
+            annotation.__name__, annotation.__name__)
+    return str(annotation)
+
+
+def param_rows(entry: registry.PluginEntry) -> list[tuple[str, str, str]]:
+    """(name, type, default) per parameter, positional ones marked."""
+    rows = []
+    seen = set()
+    for spec in fields_of(entry.params).values():
+        if spec.name in seen:
+            continue
+        seen.add(spec.name)
+        info = entry.params.model_fields[spec.name]
+        if info.is_required():
+            default = "required"
+        else:
+            d = info.default if info.default is not PydanticUndefined else None
+            default = "none" if d is None else repr(d)
+        name = spec.spelled
+        if spec.name in entry.positional:
+            name += f" (positional {entry.positional.index(spec.name) + 1})"
+        ref = next((m for m in info.metadata if isinstance(m, registry.Ref)), None)
+        typ = type_text(typing.Annotated[info.annotation, ref] if ref is not None else info.annotation)
+        rows.append((name, typ, default))
+    return rows
+
+
+def _meta_text(meta: dict) -> list[str]:
+    out = []
+    for k, v in meta.items():
+        if isinstance(v, (tuple, list)):
+            v = ", ".join(map(str, v)) if k != "dose_range" else f"[{v[0]:g}, {v[1]:g}]"
+        out.append(f"{META_LABELS.get(k, k)}: {v}")
+    return out
+
+
+def describe_entry(entry: registry.PluginEntry) -> str:
+    lines = [f"{entry.name}  ({entry.kind}, version {entry.version})", ""]
+    lines.append(entry.doc.strip() or "(no documentation)")
+    rows = param_rows(entry)
+    lines.append("")
+    if rows:
+        lines.append("parameters:")
+        w = max(len(r[0]) for r in rows)
+        for name, typ, default in rows:
+            lines.append(f"  {name:<{w}}  {typ}  (default: {default})")
+    else:
+        lines.append("parameters: none")
+    meta = _meta_text(dict(entry.meta))
+    if meta:
+        lines.append("")
+        lines.extend(meta)
+    return "\n".join(lines)
+
+
+def describe(name: str) -> Optional[str]:
+    """Documentation of every entry called `name` (and of the audit setting), or None."""
+    parts = [describe_entry(e) for e in registry.lookup(name)]
+    if name in SETTING_DOCS:
+        from scoreaudit.compiler import ir
+
+        info = ir.Settings.model_fields[name]
+        parts.append(f"{name}  (audit setting)\n\n{SETTING_DOCS[name]}\n\n"
+                     f"type: {type_text(info.annotation)}  (default: {info.default!r})")
+    return "\n\n---\n\n".join(parts) if parts else None

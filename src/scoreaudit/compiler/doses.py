@@ -1,0 +1,96 @@
+"""Dose lists and ranges → sorted floats, checked against the operator's meta.
+
+Rules (spec/language.md, "Doses"): a range `a..b step s` includes `a` and
+every `a + k·s <= b`; the identity dose is always scored (it is the original
+image), so when a list omits it the checker adds it and warns; duplicates
+warn and are dropped; a dose outside the operator's `dose_range` is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from scoreaudit.compiler import ast
+from scoreaudit.compiler.resolve import Sink
+from scoreaudit.compiler.values import text
+from scoreaudit.registry import PluginEntry
+
+MAX_DOSES = 1000
+_ROUND = 9  # decimals: 0.1 + 0.2 and 0.3 are one dose
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+@dataclass(frozen=True)
+class DoseSet:
+    doses: tuple[float, ...]
+    identity: float
+    symmetric: bool
+
+
+def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float, object]]]:
+    """(value, node) pairs in written order; None after an error."""
+    if isinstance(doses, ast.DoseList):
+        return [(round(float(n.value), _ROUND), n) for n in doses.values]
+    start, stop, step = float(doses.start.value), float(doses.stop.value), float(doses.step.value)
+    if step <= 0:
+        sink.emit("E0402", doses.step, f"the step of the dose range of {what} must be positive, not {doses.step.text}",
+                  f"write e.g. `{doses.start.text}..{doses.stop.text} step 1`")
+        return None
+    if stop < start:
+        sink.emit("E0402", doses, f"the dose range `{text(doses.start)}..{text(doses.stop)}` of {what} is empty "
+                  "(it ends before it starts)", f"write `{doses.stop.text}..{doses.start.text} step {doses.step.text}`")
+        return None
+    count = int(math.floor((stop - start) / step + 1e-9)) + 1
+    if count > MAX_DOSES:
+        sink.emit("E0402", doses, f"the dose range of {what} has {count} doses; at most {MAX_DOSES} are allowed",
+                  "use a larger step")
+        return None
+    return [(round(start + k * step, _ROUND), doses) for k in range(count)]
+
+
+def check_doses(values: list[tuple[float, object]], entry: PluginEntry, sink: Sink, what: str,
+                decl_span_node: object) -> Optional[DoseSet]:
+    identity = float(entry.meta.get("identity", 0.0))
+    lo, hi = entry.meta.get("dose_range", (-math.inf, math.inf))
+    ok = True
+    for v, node in values:
+        if not (lo <= v <= hi):
+            sink.emit("E0401", node, f"dose {_fmt(v)} of {what} is outside the range of `{entry.name}` "
+                      f"[{_fmt(lo)}, {_fmt(hi)}]",
+                      f"use doses from {_fmt(lo)} to {_fmt(hi)} ({entry.meta.get('unit', 'dose units')}); "
+                      f"{_fmt(identity)} is the identity")
+            ok = False
+    seen: dict[float, object] = {}
+    for v, node in values:
+        if v in seen:
+            sink.emit("W0402", node, f"dose {_fmt(v)} of {what} is listed twice; it is scored once",
+                      "remove the repeated dose")
+        else:
+            seen[v] = node
+    if not ok:
+        return None
+    doses = sorted(seen)
+    if identity not in seen:
+        sink.emit("W0401", decl_span_node, f"the doses of {what} omit the identity dose {_fmt(identity)} of "
+                  f"`{entry.name}`; it is added (the unaltered image is always scored)",
+                  f"add {_fmt(identity)} to the doses to silence this warning")
+        doses = sorted(doses + [identity])
+    if len(doses) < 2:
+        sink.emit("E0405", decl_span_node, f"{what} has only the identity dose {_fmt(identity)}, so it changes nothing",
+                  "add doses on either side of the identity, e.g. "
+                  f"`doses {_fmt(identity - 1)}, {_fmt(identity)}, {_fmt(identity + 1)}` (within the operator's range)")
+        return None
+    return DoseSet(tuple(doses), identity, is_symmetric(doses, identity))
+
+
+def is_symmetric(doses: list[float] | tuple[float, ...], identity: float) -> bool:
+    """Every dose d has its mirror 2·identity − d, and there is at least one pair."""
+    s = {round(d, _ROUND) for d in doses}
+    if not any(d != identity for d in s):
+        return False
+    return all(round(2 * identity - d, _ROUND) in s for d in s)

@@ -1,0 +1,276 @@
+"""Canonical formatting of an `.audit` module (`scoreaudit fmt`).
+
+Layout: one declaration per line; settings blocks and hypotheses open with
+`{` on the header line, hold one setting / claim per line indented by two
+spaces, and close with `}` on a line of its own. Single spaces around `=`,
+`:` after keys, `, ` between items; numbers print exactly as written.
+
+Comments are preserved: the parser keeps them on `Module.comments` and the
+formatter re-attaches each one by its source position. A comment at the end
+of a line stays at the end of the printed line of the setting, claim or
+declaration it followed (two spaces before `#`); a comment on a line of its
+own stays on its own line, before the item that follows it, at that item's
+indentation (comments after the last item go at the end). A comment written
+in the middle of a declaration that spans several lines moves above it.
+Runs of blank lines between items collapse to one blank line; blank lines
+right after `{` are dropped. A module without source positions (e.g. after
+`ast.strip_spans`) prints without its comments and blank lines.
+
+Guarantees (tested): `fmt(fmt(x)) == fmt(x)` and
+`strip_spans(parse(fmt(x))) == strip_spans(parse(x))`, and the comments come
+out in the same order with the same text.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from scoreaudit.compiler import ast
+from scoreaudit.grammar.parser import escape
+
+INDENT = "  "
+
+
+# ---------------------------------------------------------------- expressions
+
+
+def fmt_value(v) -> str:
+    """One value on one line, as the grammar reads it back."""
+    if isinstance(v, ast.Number):
+        return v.text
+    if isinstance(v, ast.String):
+        return escape(v.value)
+    if isinstance(v, ast.Name):
+        return v.name
+    if isinstance(v, ast.Column):
+        return f"column({v.name.name})"
+    if isinstance(v, ast.Product):
+        return f"{fmt_value(v.left)} * {fmt_value(v.right)}"
+    if isinstance(v, ast.ListValue):
+        inner = ", ".join(fmt_value(x) for x in v.items)
+        return f"[{inner}]" if v.bracketed else inner
+    if isinstance(v, ast.Call):
+        return fmt_call(v)
+    raise TypeError(f"not a value node: {type(v).__name__}")
+
+
+def fmt_call(c: ast.Call) -> str:
+    args = ", ".join(
+        fmt_value(a.value) if a.name is None else f"{a.name.name}: {fmt_value(a.value)}" for a in c.args
+    )
+    return f"{c.func.name}({args})"
+
+
+_REGION_PREC = {"|": 1, "&": 2}
+
+
+def fmt_region(e, parent: int = 0) -> str:
+    """Region algebra with the fewest parentheses: not > & > |, left-associative."""
+    if isinstance(e, ast.BinaryRegion):
+        prec = _REGION_PREC[e.op]
+        text = f"{fmt_region(e.left, prec)} {e.op} {fmt_region(e.right, prec + 1)}"
+        return f"({text})" if prec < parent else text
+    if isinstance(e, ast.Not):
+        return f"not {fmt_region(e.operand, 3)}"
+    if isinstance(e, ast.Name):
+        return e.name
+    if isinstance(e, ast.Call):
+        return fmt_call(e)
+    raise TypeError(f"not a region node: {type(e).__name__}")
+
+
+def fmt_stat(s) -> str:
+    return f"abs({fmt_call(s.call)})" if isinstance(s, ast.Abs) else fmt_call(s)
+
+
+def fmt_claim(c: ast.Claim) -> str:
+    e = c.expr
+    if isinstance(e, ast.Compare):
+        text = f"{fmt_stat(e.left)} {e.op} {e.right.text}"
+    elif isinstance(e, ast.Within):
+        text = f"{fmt_stat(e.left)} within [{e.low.text}, {e.high.text}]"
+    else:
+        text = fmt_call(e.call)
+    if c.arms:
+        text += " on " + ", ".join(a.name for a in c.arms)
+    if isinstance(c.scorers, ast.EachScorer):
+        text += " for each scorer"
+    elif c.scorers:
+        text += " for " + ", ".join(s.name for s in c.scorers)
+    return text
+
+
+def fmt_doses(d) -> str:
+    if isinstance(d, ast.DoseRange):
+        return f"{d.start.text}..{d.stop.text} step {d.step.text}"
+    return ", ".join(n.text for n in d.values)
+
+
+def fmt_setting(s: ast.Setting) -> str:
+    return f"{s.key.name}: {fmt_value(s.value)}"
+
+
+def fmt_line_decl(d) -> str:
+    """A declaration that prints on one line."""
+    if isinstance(d, (ast.ScorerDecl, ast.ArmDecl, ast.MeasureDecl, ast.CovariateDecl)):
+        kw = {ast.ScorerDecl: "scorer", ast.ArmDecl: "arm", ast.MeasureDecl: "measure",
+              ast.CovariateDecl: "covariate"}[type(d)]
+        return f"{kw} {d.name.name} = {fmt_call(d.call)}"
+    if isinstance(d, ast.RegionDecl):
+        return f"region {d.name.name} = {fmt_region(d.expr)}"
+    if isinstance(d, ast.OperatorDecl):
+        text = f"operator {d.name.name} = {fmt_call(d.call)}"
+        return text if d.doses is None else f"{text} doses {fmt_doses(d.doses)}"
+    if isinstance(d, ast.PlaceboDecl):
+        return f"placebo {d.name.name} = {fmt_call(d.call)} of {d.of.name}"
+    if isinstance(d, ast.ValidateDecl):
+        checks = ", ".join(f"{c.stat.name} {c.op} {c.value.text}" for c in d.checks)
+        return f"validate {d.measure.name} under {d.operator.name}: {checks}"
+    if isinstance(d, ast.SelectDecl):
+        under = f" under {d.operator.name}" if d.operator is not None else ""
+        return f"select {d.name.name} = best_of {d.n.text}{under} by {d.measure.name}"
+    raise TypeError(f"not a declaration: {type(d).__name__}")
+
+
+# ---------------------------------------------------------------- layout
+
+
+@dataclass
+class _Unit:
+    """One printed line of code and the source range it came from."""
+
+    indent: int
+    text: str
+    start: int  # source offsets; -1 when unknown
+    end: int
+    line: int  # source line of `start` (0 when unknown)
+    end_line: int
+    kind: str = "item"  # "open" (a block header), "item", "close"
+    leading: list[ast.Comment] = field(default_factory=list)
+    trailing: ast.Comment | None = None
+
+
+def _unit(indent, text, start_span, end_span, kind="item") -> _Unit:
+    return _Unit(indent, text, start_span.start, end_span.end, start_span.line, end_span.end_line, kind)
+
+
+def _close_span(span):
+    """The `}` that ends a block: the last character of its span."""
+    from scoreaudit.diagnostics import Span
+
+    if span.end <= 0:
+        return span
+    return Span(span.end_line, max(1, span.end_column - 1), span.end_line, span.end_column, span.end - 1, span.end)
+
+
+def _units(module: ast.Module) -> list[_Unit]:
+    out: list[_Unit] = []
+    for d in module.decls:
+        if isinstance(d, (ast.AuditBlock, ast.ReportDecl, ast.HypothesisDecl)):
+            if isinstance(d, ast.AuditBlock):
+                header, header_end, items = f"audit {escape(d.title.value)} {{", d.title.span, d.settings
+            elif isinstance(d, ast.ReportDecl):
+                header, header_end, items = "report {", d.span, d.settings
+            else:
+                header = f"hypothesis {d.name.name} {escape(d.title.value)} {{"
+                header_end, items = d.title.span, d.claims
+            if isinstance(d, ast.ReportDecl):
+                # the header is the keyword `report` (and its `{`, usually on the same line)
+                from scoreaudit.diagnostics import Span
+
+                s = d.span
+                header_end = Span(s.line, s.column, s.line, s.column + 6, s.start, s.start + 6)
+            out.append(_unit(0, header, d.span, header_end, "open"))
+            for it in items:
+                text = fmt_setting(it) if isinstance(it, ast.Setting) else fmt_claim(it)
+                out.append(_unit(1, text, it.span, it.span))
+            close = _close_span(d.span)
+            out.append(_unit(0, "}", close, close, "close"))
+        else:
+            out.append(_unit(0, fmt_line_decl(d), d.span, d.span))
+    return out
+
+
+def _attach(units: list[_Unit], comments) -> list[ast.Comment]:
+    """Give each comment to a unit (trailing or leading); return the ones left for the end."""
+    starts = [u.start for u in units]
+    footer: list[ast.Comment] = []
+    for c in comments:
+        o = c.span.start
+        i = bisect.bisect_left(starts, o) - 1  # last unit starting before the comment
+        u = units[i] if i >= 0 else None
+        if u is not None and o >= u.end and u.end_line == c.span.line and u.trailing is None:
+            u.trailing = c
+        elif u is not None and o < u.end:
+            u.leading.append(c)
+        elif i + 1 < len(units):
+            units[i + 1].leading.append(c)
+        else:
+            footer.append(c)
+    return footer
+
+
+def format_module(module: ast.Module) -> str:
+    """The canonical text of `module` (see the module docstring for the rules)."""
+    units = _units(module)
+    has_spans = module.span.end > 0 and all(u.line > 0 for u in units)
+    comments = module.comments if has_spans else ()
+    footer = _attach(units, comments) if has_spans else []
+
+    occupied: set[int] = set()
+    if has_spans:
+        for u in units:
+            occupied.update(range(u.line, u.end_line + 1))
+        for c in comments:
+            occupied.add(c.span.line)
+
+    rows: list[tuple[str, str | None] | None] = []  # (code, trailing comment); None = blank line
+    prev_kind = "start"
+
+    def emit(indent: int, text: str, src_line: int, kind: str, trailing: str | None = None) -> None:
+        nonlocal prev_kind
+        blank_before = (
+            has_spans
+            and src_line > 1
+            and (src_line - 1) not in occupied
+            and prev_kind not in ("start", "open")
+            and kind != "close"
+        )
+        if blank_before:
+            rows.append(None)
+        rows.append((INDENT * indent + text, trailing))
+        prev_kind = kind
+
+    for u in units:
+        comment_indent = u.indent + 1 if u.kind == "close" else u.indent
+        for c in u.leading:
+            emit(comment_indent, c.text, c.span.line, "comment")
+        emit(u.indent, u.text, u.line, u.kind, None if u.trailing is None else u.trailing.text)
+    for c in footer:
+        emit(0, c.text, c.span.line, "comment")
+    return _render_rows(rows)
+
+
+def _render_rows(rows) -> str:
+    """Lines with their trailing comments aligned within each run of adjacent commented lines."""
+    out: list[str] = []
+    i = 0
+    while i < len(rows):
+        row = rows[i]
+        if row is None:
+            out.append("")
+            i += 1
+            continue
+        if row[1] is None:
+            out.append(row[0])
+            i += 1
+            continue
+        j = i
+        while j < len(rows) and rows[j] is not None and rows[j][1] is not None:
+            j += 1
+        width = max(len(code) for code, _ in rows[i:j])
+        for code, comment in rows[i:j]:
+            out.append(f"{code.ljust(width)}  {comment}")
+        i = j
+    return "\n".join(out) + "\n" if out else ""

@@ -1,0 +1,363 @@
+"""Hypotheses → cells (claim × arm × scorer), with every statistic's needs checked.
+
+A claim is a statistic compared with a threshold (`θ > t`, `θ < t`,
+`abs(θ) < δ`, `θ within [a, b]`) or a statistic that decides itself
+(`transfers(...)`, `homogeneous(...)`). What each statistic needs from its
+arm is declared in the registry (`meta["needs"]`, see
+`scoreaudit.plugins.statistics`) and checked here per arm, so a problem is
+reported once at the argument or arm that causes it, not once per scorer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from scoreaudit import registry
+from scoreaudit.compiler import ast, ir
+from scoreaudit.compiler.params import Bound, bind, fields_of
+from scoreaudit.compiler.values import text
+from scoreaudit.diagnostics import did_you_mean
+
+
+@dataclass
+class Lowered:
+    """A checked statistic call (and its nested statistic)."""
+
+    entry: registry.PluginEntry
+    bound: Bound
+    ir: ir.StatCallIR
+    inner: Optional["Lowered"]
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    def refs(self, kind: str) -> list[tuple[str, str]]:
+        """(field, value) of every parameter that names a declaration of `kind`, in field order."""
+        out = []
+        for spec in fields_of(self.entry.params).values():
+            v = self.bound.params.get(spec.name)
+            if spec.ref == kind and isinstance(v, str) and (spec.name, v) not in out:
+                out.append((spec.name, v))
+        return out
+
+
+def _has_stat_field(entry: registry.PluginEntry) -> Optional[str]:
+    for spec in fields_of(entry.params).values():
+        if spec.ref == "statistic":
+            return spec.spelled
+    return None
+
+
+def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lowered], bool]:
+    from scoreaudit.compiler.check import plugin_entry
+
+    sink = st.sink
+    entry = plugin_entry(call, "statistic", st, "a hypothesis")
+    if entry is None:
+        return None, False
+    if entry.meta.get("validation"):
+        sink.emit("E0607", call.func, f"`{entry.name}` checks a measure and belongs in a `validate` statement, "
+                  "not in a hypothesis", f"write `validate MEASURE under OPERATOR: {entry.name} >= 0.5`")
+        return None, False
+    if nested and (entry.meta.get("returns") == "claim" or entry.meta.get("scope") == "cross_arm"):
+        sink.emit("E0608", call.func, f"`{entry.name}` cannot be nested inside another statistic",
+                  "nest a statistic that returns a number, e.g. `asymmetry(light)`")
+        return None, False
+    inner_hook = None if nested else (lambda c: lower_stat(c, st, nested=True))
+    bound = bind(call, entry, st.decls, sink, lower_stat=inner_hook)
+    if bound is None:
+        return None, False
+    stat_field = _has_stat_field(entry)
+    if stat_field and bound.inner is None:
+        sink.emit("E0608", call, f"`{entry.name}` needs a statistic to judge",
+                  f"write e.g. `{entry.name}(asymmetry(light), ...)`")
+        return None, False
+    inner = bound.inner
+    stat = ir.StatCallIR(name=entry.name, version=entry.version, params=bound.params,
+                         inner=inner.ir if inner is not None else None)
+    return Lowered(entry=entry, bound=bound, ir=stat, inner=inner), True
+
+
+# ---------------------------------------------------------------- tests
+
+
+def make_test(expr: Any, entry: registry.PluginEntry, sink) -> Optional[ir.TestIR]:
+    returns = entry.meta.get("returns", "number")
+    claim_text = text(expr)
+    if isinstance(expr, ast.Bare):
+        if returns != "claim":
+            sink.emit("E0601", expr, f"`{entry.name}` returns a number; a claim must compare it with a threshold",
+                      f"write e.g. `{text(expr.call)} > 0` or `abs({text(expr.call)}) < 0.05`")
+            return None
+        return ir.TestIR(kind="claim", text=claim_text)
+    left = expr.left
+    is_abs = isinstance(left, ast.Abs)
+    call = left.call if is_abs else left
+    if returns == "claim":
+        sink.emit("E0602", expr, f"`{entry.name}` decides a claim itself and cannot be compared with a number",
+                  f"write the claim on its own: `{text(call)}`")
+        return None
+    if isinstance(expr, ast.Within):
+        if is_abs:
+            sink.emit("E0604", left, "`abs(...) within [a, b]` is not a test this language runs",
+                      f"test the signed value: `{text(call)} within [a, b]`")
+            return None
+        if not expr.low.value < expr.high.value:
+            sink.emit("E0603", expr, f"`within [{expr.low.text}, {expr.high.text}]` needs the lower bound first "
+                      "and strictly below the upper one",
+                      f"write `within [{expr.high.text}, {expr.low.text}]`" if expr.high.value < expr.low.value
+                      else "give an interval of positive width")
+            return None
+        return ir.TestIR(kind="equivalence", low=float(expr.low.value), high=float(expr.high.value),
+                         strict=False, text=claim_text)
+    op, t = expr.op, float(expr.right.value)
+    if is_abs:
+        if op in (">", ">="):
+            sink.emit("E0604", expr, f"`abs(θ) {op} t` cannot be pre-registered as one test",
+                      f"test one direction (`{text(call)} > {expr.right.text}` or `{text(call)} < -{expr.right.text}`),"
+                      f" or claim equivalence with `abs({text(call)}) < δ` or `{text(call)} within [a, b]`")
+            return None
+        if t <= 0:
+            sink.emit("E0609", expr.right, f"`abs(θ) {op} {expr.right.text}`: the equivalence margin must be positive",
+                      "write e.g. `abs(θ) < 0.05`")
+            return None
+        return ir.TestIR(kind="equivalence", low=-t, high=t, strict=op == "<", text=claim_text)
+    kind = "greater" if op in (">", ">=") else "less"
+    return ir.TestIR(kind=kind, threshold=t, strict=op in (">", "<"), text=claim_text)
+
+
+# ---------------------------------------------------------------- needs
+
+
+def _fmt_doses(ds) -> str:
+    return ", ".join(f"{d:g}" for d in ds)
+
+
+def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
+    """Check what `low` (and its nested statistic) needs from arm `arm_name`; False after errors."""
+    sink = st.sink
+    arm = st.arms.get(arm_name)
+    if arm is None:
+        return False
+    ok = True
+    name = low.name
+    needs = tuple(low.entry.meta.get("needs", ()))
+    params = low.bound.params
+    if "images" in needs and arm.source != "images":
+        sink.emit("E0501", arm_node, f"`{name}` needs an images arm, but `{arm_name}` is a pairs arm",
+                  f"run `{name}` on an `images(...)` arm; pairs arms take `pairwise_accuracy()` and `mean_gap()`")
+        ok = False
+    if "pairs" in needs and arm.source != "pairs":
+        pairs = [n for n, x in st.arms.items() if x.source == "pairs"]
+        sink.emit("E0502", arm_node, f"`{name}` needs a pairs arm, but `{arm_name}` is an images arm",
+                  f"use a `pairs(...)` arm: {', '.join(pairs)}" if pairs else
+                  'declare one: `arm p = pairs("pairs.csv", preferred: a, other: b)`')
+        ok = False
+    if "symmetric" in needs:
+        op = st.operators.get(params.get("operator"))
+        if op is not None and not op.symmetric:
+            missing = sorted({round(2 * op.identity - d, 9) for d in op.doses} - set(op.doses))
+            sink.emit("E0410", low.bound.arg_node("operator"),
+                      f"`{name}` needs doses symmetric around the identity {op.identity:g}, but `{op.name}` has "
+                      f"doses {_fmt_doses(op.doses)}",
+                      f"add the mirrored doses {_fmt_doses(missing)} to `{op.placebo_of or op.name}`" if missing
+                      else f"add doses on both sides of {op.identity:g}")
+            ok = False
+    if "placebo" in needs:
+        pl, target = params.get("placebo"), params.get("operator")
+        op = st.operators.get(pl)
+        if op is not None and op.placebo_of != target:
+            cands = [n for n, o in st.operators.items() if o.placebo_of == target]
+            sink.emit("E0411", low.bound.arg_node("placebo"), f"`{pl}` is not a placebo of `{target}`",
+                      f"use {', '.join(f'`{c}`' for c in cands)}" if cands else
+                      f"declare one: `placebo {target}_rest = ... of {target}`")
+            ok = False
+    if "cluster" in needs and arm.cluster is None and arm.source == "images":
+        sink.emit("E0503", arm_node, f"`{name}` needs clusters, but arm `{arm_name}` declares no `cluster` column",
+                  f"add `cluster: COLUMN` (e.g. a prompt or counterfactual-set id) to arm `{arm_name}`")
+        ok = False
+    if "factors" in needs or low.bound.factors:
+        for fname, node in low.bound.factors:
+            if fname not in arm.factors:
+                guess = did_you_mean(fname, arm.factors)
+                if not arm.factors:
+                    help = f"add `factors: [{fname}]` to arm `{arm_name}`"
+                else:
+                    help = (f"did you mean '{guess}'?" if guess
+                            else f"factors of `{arm_name}`: {', '.join(arm.factors)}")
+                sink.emit("E0504", node, f"`{fname}` is not a factor of arm `{arm_name}`", help)
+                ok = False
+    for _, sel_name in low.refs("selection"):
+        sel = st.selections.get(sel_name)
+        if sel is not None and sel.operator is None and arm.cluster is None:
+            sink.emit("E0506", arm_node, f"selection `{sel_name}` draws candidates within clusters, but arm "
+                      f"`{arm_name}` declares no `cluster` column",
+                      f"add `cluster: COLUMN` to arm `{arm_name}`, or select among dose variants with "
+                      f"`best_of {sel.n} under OPERATOR by {sel.measure}`")
+            ok = False
+    if low.inner is not None:
+        ok = check_needs(low.inner, arm_name, arm_node, st) and ok
+    return ok
+
+
+def check_prompt(scorer: ir.ScorerIR, arm: ir.ArmIR, node: Any, st) -> bool:
+    if not scorer.needs_prompt or scorer.call.params.get("prompt") is not None:
+        return True
+    if arm.call.params.get("prompt") is not None:
+        return True
+    st.sink.emit("E0507", node, f"scorer `{scorer.name}` needs a prompt, but neither it nor arm `{arm.name}` "
+                 "gives one", f'add `prompt: "..."` or `prompt: column(COLUMN)` to scorer `{scorer.name}`, '
+                 f"or `prompt: COLUMN` to arm `{arm.name}`")
+    return False
+
+
+# ---------------------------------------------------------------- axis
+
+
+def axis_of(low: Lowered, st) -> Optional[tuple[str, str]]:
+    """(measure, operator) the statistic is about (spec/language.md, "Axes")."""
+    if low.inner is not None:
+        return axis_of(low.inner, st)
+    operator = next((v for _, v in low.refs("operator")), None)
+    measure = next((v for _, v in low.refs("measure")), None)
+    for _, sel_name in low.refs("selection"):
+        sel = st.selections.get(sel_name)
+        if sel is not None:
+            operator = operator or sel.operator
+            measure = measure or sel.measure
+    if operator is None:
+        return None
+    if measure is not None:
+        return (measure, operator)
+    for v in st.validations:
+        if v.operator == operator:
+            return (v.measure, operator)
+    op = st.operators.get(operator)
+    if op is not None and op.region is not None:
+        for m in st.measures.values():
+            if m.role == "measure" and m.region == op.region:
+                return (m.name, operator)
+    return None
+
+
+# ---------------------------------------------------------------- claims
+
+
+def _stat_call(expr: Any) -> ast.Call:
+    if isinstance(expr, ast.Bare):
+        return expr.call
+    left = expr.left
+    return left.call if isinstance(left, ast.Abs) else left
+
+
+def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> Optional[list[ir.CellIR]]:
+    sink = st.sink
+    before = sink.error_count()
+    low, ok = lower_stat(_stat_call(claim.expr), st)
+    test = make_test(claim.expr, low.entry, sink) if low is not None else None
+    scope = low.entry.meta.get("scope", "arm") if low is not None else "arm"
+
+    # scorers
+    if isinstance(claim.scorers, ast.EachScorer) or not claim.scorers:
+        scorers = list(st.scorers)
+        if not st.decls.names(["scorer"]):
+            sink.emit("E0610", claim.scorers if isinstance(claim.scorers, ast.EachScorer) else claim.expr,
+                      "this claim has no scorer to test: the spec declares none",
+                      "declare one, e.g. `scorer laion = laion_aesthetic()`")
+        scorer_nodes = {s: claim.scorers if isinstance(claim.scorers, ast.EachScorer) else claim.expr
+                        for s in scorers}
+    else:
+        scorers, scorer_nodes = [], {}
+        for ident in claim.scorers:
+            s = st.decls.resolve(ident, "scorer", sink, f"(after `for` in hypothesis `{h.name.name}`)")
+            if s is None:
+                continue
+            if s in scorers:
+                sink.emit("W0601", ident, f"scorer `{s}` is listed twice in this claim", "list it once")
+                continue
+            scorers.append(s)
+            scorer_nodes[s] = ident
+
+    # arms
+    arm_nodes: dict[str, Any] = {}
+    if scope == "cross_arm":
+        if claim.arms:
+            sink.emit("E0606", claim.arms[0], f"`{low.name}` reads its arms from `from:` and `to:`; "
+                      "it takes no `on` clause", "remove `on ...`")
+        if low is not None:
+            for fname, v in low.refs("arm"):
+                arm_nodes[v] = low.bound.arg_node(fname)
+    else:
+        if not claim.arms:
+            if low is not None:
+                arms = ", ".join(st.decls.names(["arm"])) or "none declared"
+                sink.emit("E0605", claim.expr, f"`{low.name}` is computed on an arm, but this claim names none",
+                          f"add `on ARM` after the claim (arms: {arms})")
+        for ident in claim.arms:
+            a = st.decls.resolve(ident, "arm", sink, f"(after `on` in hypothesis `{h.name.name}`)")
+            if a is None:
+                continue
+            if a in arm_nodes:
+                sink.emit("W0601", ident, f"arm `{a}` is listed twice in this claim", "list it once")
+                continue
+            arm_nodes[a] = ident
+
+    if low is None or test is None or not ok:
+        return None
+    if scope == "cross_arm":
+        arm_list = list(arm_nodes)
+        if len(arm_list) == 2 and all(x in st.arms for x in arm_list):
+            src, dst = (st.arms[x] for x in arm_list)
+            if "kinds_differ" in low.entry.meta.get("needs", ()) and src.kind == dst.kind:
+                sink.emit("E0505", low.bound.call, f"`{low.name}` compares arms of different kinds, but "
+                          f"`{src.name}` and `{dst.name}` are both {src.kind}",
+                          "transfer from a synthetic arm to a real one, e.g. `from: synthetic, to: real`")
+        for a, node in arm_nodes.items():
+            if low.inner is not None:
+                check_needs(low.inner, a, node, st)
+        for s in scorers:
+            for a, node in arm_nodes.items():
+                if a in st.arms and s in st.scorers:
+                    check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
+    else:
+        for a, node in arm_nodes.items():
+            check_needs(low, a, node, st)
+            for s in scorers:
+                if s in st.scorers:
+                    check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
+    if sink.error_count() > before or any(a not in st.arms for a in arm_nodes) or \
+            any(s not in st.scorers for s in scorers):
+        return None
+
+    axis = axis_of(low, st)
+    prefix = f"{h.name.name}.{k + 1}" if multi else h.name.name
+    cells = []
+    groups = [(None, tuple(arm_nodes))] if scope == "cross_arm" else [(a, (a,)) for a in arm_nodes]
+    for s in scorers:
+        for arm, arms in groups:
+            where = arm if arm is not None else "->".join(arms)
+            cells.append(ir.CellIR(id=f"{prefix}/{s}/{where}", hypothesis=h.name.name, claim=k, scorer=s,
+                                   arm=arm, arms=arms, statistic=low.ir, test=test, axis=axis))
+    return cells
+
+
+def lower_hypothesis(h: ast.HypothesisDecl, st) -> Optional[ir.HypothesisIR]:
+    if not h.claims:
+        st.sink.emit("E0611", h, f"hypothesis `{h.name.name}` has no claim",
+                     "add a claim, e.g. `fidelity_index(light) > 0 on real for each scorer`")
+        return None
+    cells: list[ir.CellIR] = []
+    ok = True
+    multi = len(h.claims) > 1
+    for k, claim in enumerate(h.claims):
+        got = lower_claim(h, k, claim, st, multi)
+        if got is None:
+            ok = False
+        else:
+            cells.extend(got)
+    if not ok:
+        return None
+    return ir.HypothesisIR(name=h.name.name, title=h.title.value,
+                           text="\n".join(text(c) for c in h.claims), cells=tuple(cells))

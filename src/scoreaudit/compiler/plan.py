@@ -1,0 +1,387 @@
+"""The execution plan: a DAG of content-addressed steps built from the IR.
+
+Each step's `key` is sha256 over (KEY_ALGO_VERSION, step kind, plugin name,
+plugin version, canonical parameters, the keys of its input steps), so a
+change anywhere upstream changes every key downstream and nothing else:
+editing a hypothesis changes only its statistic steps and the report, never
+a score. The runtime adds the content hashes of the input files and images
+to these keys when it caches results (spec/bundle.md).
+
+Image counts are read cheaply from the manifests when they exist (rows of a
+CSV, parquet metadata); otherwise they are unknown and `render_plan` prints
+formulas. Counts never enter keys or the fingerprint.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scoreaudit.compiler import ir
+
+PLAN_SCHEMA_VERSION = 1
+KEY_ALGO_VERSION = 1
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
+
+StepKind = Literal["decode", "region", "operator", "measure", "score", "select", "statistic", "report"]
+
+
+class Step(BaseModel):
+    """One unit of work; `reads`/`writes` are logical table names, `depends_on` step ids."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    kind: StepKind
+    key: str
+    plugin: Optional[str] = None
+    version: Optional[str] = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    arm: Optional[str] = None
+    images: Optional[int] = None  # images this step processes; None: unknown until manifests are read
+    forward_passes: Optional[int] = None  # scorer forward passes (score steps); None: unknown
+    depends_on: tuple[str, ...] = ()
+
+
+class ExecutionPlan(BaseModel):
+    """Versioned, JSON-serialisable DAG of steps (topologically ordered)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = PLAN_SCHEMA_VERSION
+    key_algo_version: int = KEY_ALGO_VERSION
+    fingerprint: str
+    steps: list[Step]
+    images: dict[str, Optional[int]] = Field(default_factory=dict)  # arm -> images (None: unknown)
+    variants_per_image: dict[str, int] = Field(default_factory=dict)  # arm -> scored variants per image
+    forward_passes: dict[str, Optional[int]] = Field(default_factory=dict)  # scorer -> total (None: unknown)
+
+    def step(self, step_id: str) -> Step:
+        for s in self.steps:
+            if s.id == step_id:
+                return s
+        raise KeyError(step_id)
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+
+
+def step_key(kind: str, plugin: str | None, version: str | None, params: Any, inputs: list[str],
+             params_json: str | None = None) -> str:
+    """sha256 over the algorithm version, kind, plugin, version, canonical params and input keys."""
+    pj = params_json if params_json is not None else canonical(params)
+    payload = "\x00".join((str(KEY_ALGO_VERSION), kind, str(plugin), str(version), pj, ",".join(sorted(inputs))))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------- image counts
+
+
+def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
+    """Images in an arm from its manifest (pairs: 2 per row), or None when it cannot be read cheaply."""
+    if base is None:
+        return None
+    p = arm.call.params
+    manifest = p.get("manifest")
+    try:
+        if manifest:
+            path = (base / manifest)
+            if not path.is_file():
+                return None
+            if path.suffix.lower() in (".parquet", ".pq"):
+                import pyarrow.parquet as pq
+
+                rows = pq.ParquetFile(path).metadata.num_rows
+            else:
+                with path.open(newline="", encoding="utf-8") as fh:
+                    rows = max(0, sum(1 for _ in csv.reader(fh)) - 1)
+            return rows * 2 if arm.source == "pairs" else rows
+        folder = base / p.get("folder", "")
+        if not folder.is_dir():
+            return None
+        return sum(1 for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+    except (OSError, UnicodeDecodeError, ValueError, csv.Error):
+        return None
+
+
+# ---------------------------------------------------------------- building
+
+
+_STEP_FIELDS = frozenset(Step.model_fields)
+
+
+def _fast_step(values: dict[str, Any]) -> Step:
+    """A Step from values the planner built itself (already valid): pydantic's model_construct
+    without its per-field default handling, which dominated planning time on 8,000-step plans."""
+    step = Step.__new__(Step)
+    object.__setattr__(step, "__dict__", values)
+    object.__setattr__(step, "__pydantic_fields_set__", _STEP_FIELDS)
+    object.__setattr__(step, "__pydantic_extra__", None)
+    object.__setattr__(step, "__pydantic_private__", None)
+    return step
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.by_id: dict[str, Step] = {}
+
+    def add(self, id: str, kind: str, *, plugin: str | None = None, version: str | None = None,
+            params: Any = None, depends_on: list[str] = (), params_json: str | None = None, **fields: Any) -> Step:
+        deps = tuple(dict.fromkeys(depends_on))
+        params = params if params is not None else {}
+        key = step_key(kind, plugin, version, params, [self.by_id[d].key for d in deps], params_json)
+        # built from checked IR, so validation is skipped (it dominated planning time on large specs)
+        values = {"reads": (), "writes": (), "arm": None, "images": None, "forward_passes": None, **fields}
+        step = _fast_step(dict(id=id, kind=kind, key=key, plugin=plugin, version=version, params=params,
+                               depends_on=deps, **values))
+        self.steps.append(step)
+        self.by_id[id] = step
+        return step
+
+
+def _region_order(ir_: ir.AuditIR) -> list[str]:
+    done: list[str] = []
+
+    def visit(n: str) -> None:
+        if n in done:
+            return
+        for d in ir_.regions[n].depends_on:
+            visit(d)
+        done.append(n)
+
+    for n in ir_.regions:
+        visit(n)
+    return done
+
+
+def _mul(n: Optional[int], k: int) -> Optional[int]:
+    return None if n is None else n * k
+
+
+def build_plan(audit: ir.AuditIR, base_dir: str | Path | None = None) -> ExecutionPlan:
+    """IR → ExecutionPlan. `base_dir` (default: the spec's folder) resolves manifest paths."""
+    if base_dir is None and audit.source_path:
+        base_dir = Path(audit.source_path).parent
+    base = Path(base_dir) if base_dir is not None else None
+    b = _Builder()
+    images = {name: count_images(arm, base) for name, arm in audit.arms.items()}
+    regions = _region_order(audit)
+    settings = audit.settings.model_dump(mode="json")
+    stat_settings = {k: settings[k] for k in ("seed", "bootstrap", "scale", "test", "robustness", "max_groups")}
+    measure_names = list(audit.measures)
+    variants: dict[str, int] = {}
+
+    for arm_name, arm in audit.arms.items():
+        n = images[arm_name]
+        b.add(f"decode/{arm_name}", "decode", plugin=arm.call.plugin, version=arm.call.version,
+              params={"arm": arm_name, **arm.call.params, "on_error": arm.call.params.get("on_error") or audit.settings.on_error},
+              reads=(f"manifest:{arm.call.params.get('manifest') or arm.call.params.get('folder')}",),
+              writes=(f"images/{arm_name}",), arm=arm_name, images=n)
+        per_image = 1  # the original
+        if arm.source == "images":
+            for r in regions:
+                reg = audit.regions[r]
+                deps = [f"decode/{arm_name}"] + [f"region/{arm_name}/{d}" for d in reg.depends_on]
+                b.add(f"region/{arm_name}/{r}", "region", plugin=_region_plugin(reg), version=_region_version(reg),
+                      params={"region": r, "expr": reg.expr.model_dump(mode="json")},
+                      reads=(f"images/{arm_name}",) + tuple(f"masks/{arm_name}/{d}" for d in reg.depends_on),
+                      writes=(f"masks/{arm_name}/{r}",), arm=arm_name, images=n, depends_on=deps)
+            for o_name, op in audit.operators.items():
+                k = len(op.doses) - 1  # the identity dose is the original image
+                per_image += k
+                deps = [f"decode/{arm_name}"] + ([f"region/{arm_name}/{op.region}"] if op.region else [])
+                b.add(f"operator/{arm_name}/{o_name}", "operator", plugin=op.call.plugin, version=op.call.version,
+                      params={"operator": o_name, **op.call.params, "doses": list(op.doses), "identity": op.identity,
+                              "seed": audit.settings.seed},
+                      reads=(f"images/{arm_name}",) + ((f"masks/{arm_name}/{op.region}",) if op.region else ()),
+                      writes=(f"variants/{arm_name}/{o_name}",), arm=arm_name, images=_mul(n, k), depends_on=deps)
+                for m_name in measure_names + ["leakage"]:
+                    m = audit.measures.get(m_name)
+                    mdeps = [f"operator/{arm_name}/{o_name}"]
+                    if m is not None and m.region:
+                        mdeps.append(f"region/{arm_name}/{m.region}")
+                    plugin, version, params = (m.call.plugin, m.call.version, m.call.params) if m else ("leakage", "1", {})
+                    b.add(f"measure/{arm_name}/{o_name}/{m_name}", "measure", plugin=plugin, version=version,
+                          params={"name": m_name, "role": m.role if m else "builtin", **params},
+                          reads=(f"variants/{arm_name}/{o_name}",), writes=(f"measures/{arm_name}/{o_name}/{m_name}",),
+                          arm=arm_name, images=_mul(n, len(op.doses)), depends_on=mdeps)
+        variants[arm_name] = per_image
+        for s_name, sc in audit.scorers.items():
+            b.add(f"score/{arm_name}/{s_name}/{ir.ORIGINAL}", "score", plugin=sc.call.plugin, version=sc.call.version,
+                  params={"scorer": s_name, **sc.call.params, "operator": ir.ORIGINAL},
+                  reads=(f"images/{arm_name}",), writes=(f"scores/{arm_name}/{s_name}/{ir.ORIGINAL}",),
+                  arm=arm_name, images=n, forward_passes=n, depends_on=[f"decode/{arm_name}"])
+            if arm.source == "images":
+                for o_name, op in audit.operators.items():
+                    k = len(op.doses) - 1
+                    b.add(f"score/{arm_name}/{s_name}/{o_name}", "score", plugin=sc.call.plugin,
+                          version=sc.call.version, params={"scorer": s_name, **sc.call.params, "operator": o_name},
+                          reads=(f"variants/{arm_name}/{o_name}",), writes=(f"scores/{arm_name}/{s_name}/{o_name}",),
+                          arm=arm_name, images=_mul(n, k), forward_passes=_mul(n, k),
+                          depends_on=[f"operator/{arm_name}/{o_name}"])
+
+    cells = audit.cells()
+    used_selections: dict[tuple[str, str], None] = {}
+    for c in cells:
+        for sel in _selections_of(c.statistic):
+            for a in c.arms:
+                used_selections[(a, sel)] = None
+    for arm_name, sel_name in used_selections:
+        sel = audit.selections[sel_name]
+        ops = [sel.operator] if sel.operator else [ir.ORIGINAL]
+        deps = [f"score/{arm_name}/{s}/{o}" for s in audit.scorers for o in ops]
+        if sel.operator is None and f"measure/{arm_name}/{ir.ORIGINAL}/{sel.measure}" not in b.by_id:
+            m = audit.measures[sel.measure]
+            b.add(f"measure/{arm_name}/{ir.ORIGINAL}/{sel.measure}", "measure", plugin=m.call.plugin,
+                  version=m.call.version, params={"name": m.name, "role": m.role, **m.call.params},
+                  reads=(f"images/{arm_name}",), writes=(f"measures/{arm_name}/{ir.ORIGINAL}/{m.name}",),
+                  arm=arm_name, images=images[arm_name],
+                  depends_on=[f"decode/{arm_name}"] + ([f"region/{arm_name}/{m.region}"] if m.region else []))
+        deps += [f"measure/{arm_name}/{o}/{sel.measure}" for o in ops]
+        b.add(f"select/{arm_name}/{sel_name}", "select", plugin="best_of", version="1",
+              params={**sel.model_dump(mode="json"), "seed": audit.settings.seed, "max_groups": audit.settings.max_groups},
+              reads=tuple(f"scores/{arm_name}/{s}/{o}" for s in audit.scorers for o in ops),
+              writes=(f"selections/{arm_name}/{sel_name}",), arm=arm_name, depends_on=deps)
+
+    stat_ids = []
+    claim_memo: dict[tuple[str, int], tuple[dict, str]] = {}
+    for c in cells:
+        deps: list[str] = []
+        for a in c.arms:
+            deps.append(f"score/{a}/{c.scorer}/{ir.ORIGINAL}")
+            for o in _operators_of(c.statistic, audit):
+                deps.append(f"score/{a}/{c.scorer}/{o}")
+                if c.axis is not None and c.axis[1] == o and f"measure/{a}/{o}/{c.axis[0]}" in b.by_id:
+                    deps.append(f"measure/{a}/{o}/{c.axis[0]}")
+            for m in _measures_of(c.statistic):
+                for o in _operators_of(c.statistic, audit):
+                    if f"measure/{a}/{o}/{m}" in b.by_id:
+                        deps.append(f"measure/{a}/{o}/{m}")
+            for sel in _selections_of(c.statistic):
+                deps.append(f"select/{a}/{sel}")
+        sid = f"statistic/{c.id}"
+        shared = claim_memo.get((c.hypothesis, c.claim))
+        if shared is None:  # one claim's statistic and test are shared by all its cells
+            shared_obj = {"statistic": c.statistic.model_dump(mode="json"), "test": c.test.model_dump(mode="json"),
+                          "axis": list(c.axis) if c.axis else None, "settings": stat_settings}
+            shared = claim_memo[(c.hypothesis, c.claim)] = (shared_obj, canonical(shared_obj))
+        own = {"cell": c.id, "hypothesis": c.hypothesis, "claim": c.claim, "scorer": c.scorer, "arm": c.arm,
+               "arms": list(c.arms)}
+        b.add(sid, "statistic", plugin=c.statistic.name, version=c.statistic.version,
+              params={**own, **shared[0]}, params_json=canonical(own) + shared[1],
+              reads=tuple(b.by_id[d].writes[0] for d in dict.fromkeys(deps)), writes=(f"cells/{c.id}",),
+              arm=c.arm, depends_on=deps)
+        stat_ids.append(sid)
+    report_params = {"report": audit.report.model_dump(mode="json"), "title": audit.settings.title,
+                     "alpha": audit.settings.alpha, "correction": audit.settings.correction,
+                     "min_real_clusters": audit.settings.min_real_clusters,
+                     "max_leakage": audit.settings.max_leakage,
+                     "validations": [v.model_dump(mode="json") for v in audit.validations]}
+    report_deps = stat_ids + [s.id for s in b.steps if s.kind in ("measure", "score")]
+    b.add("report", "report", plugin="report", version="1", params=report_params,
+          reads=tuple(f"cells/{c.id}" for c in cells), writes=("results.json", "report"), depends_on=report_deps)
+
+    forward: dict[str, Optional[int]] = {}
+    for s_name in audit.scorers:
+        total: Optional[int] = 0
+        for arm_name in audit.arms:
+            add = _mul(images[arm_name], variants[arm_name])
+            total = None if total is None or add is None else total + add
+        forward[s_name] = total
+    fingerprint = hashlib.sha256(canonical({"schema": PLAN_SCHEMA_VERSION, "algo": KEY_ALGO_VERSION,
+                                            "steps": [[s.id, s.key] for s in b.steps]}).encode("ascii")).hexdigest()
+    return ExecutionPlan(fingerprint=fingerprint, steps=b.steps, images=images,
+                         variants_per_image=variants, forward_passes=forward)
+
+
+def _region_plugin(reg: ir.RegionIR) -> str:
+    return reg.expr.call.plugin if isinstance(reg.expr, ir.RegionCallIR) else "region_algebra"
+
+
+def _region_version(reg: ir.RegionIR) -> str:
+    return reg.expr.call.version if isinstance(reg.expr, ir.RegionCallIR) else "1"
+
+
+def _walk_stats(stat: ir.StatCallIR):
+    while stat is not None:
+        yield stat
+        stat = stat.inner
+
+
+def _selections_of(stat: ir.StatCallIR) -> list[str]:
+    return [s.params["selection"] for s in _walk_stats(stat) if isinstance(s.params.get("selection"), str)]
+
+
+def _measures_of(stat: ir.StatCallIR) -> list[str]:
+    out = []
+    for s in _walk_stats(stat):
+        for k in ("measure", "covariate", "controlling"):
+            v = s.params.get(k)
+            out.extend([v] if isinstance(v, str) else (v or []))
+    return out
+
+
+def _operators_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
+    out: list[str] = []
+    for s in _walk_stats(stat):
+        for k in ("operator", "placebo"):
+            v = s.params.get(k)
+            if isinstance(v, str) and v in audit.operators and v not in out:
+                out.append(v)
+        sel = s.params.get("selection")
+        if isinstance(sel, str) and sel in audit.selections and audit.selections[sel].operator:
+            o = audit.selections[sel].operator
+            if o not in out:
+                out.append(o)
+    return out
+
+
+# ---------------------------------------------------------------- printing
+
+
+def render_plan(plan: ExecutionPlan) -> str:
+    """A readable printout: one line per step (reads → writes), then the totals."""
+    lines = [f"execution plan (schema {plan.schema_version}, fingerprint {plan.fingerprint[:16]}), "
+             f"{len(plan.steps)} steps"]
+    kinds: dict[str, int] = {}
+    for s in plan.steps:
+        kinds[s.kind] = kinds.get(s.kind, 0) + 1
+    lines.append("  " + ", ".join(f"{k}: {v}" for k, v in kinds.items()))
+    lines.append("")
+    width = max((len(s.id) for s in plan.steps), default=10)
+    for s in plan.steps:
+        extra = ""
+        if s.forward_passes is not None:
+            extra = f"  [{s.forward_passes} forward passes]"
+        elif s.images is not None:
+            extra = f"  [{s.images} images]"
+        reads = ", ".join(s.reads[:3]) + (f", … (+{len(s.reads) - 3} more)" if len(s.reads) > 3 else "")
+        lines.append(f"{s.id:<{width}}  {s.key[:12]}  {reads or '-'} -> {', '.join(s.writes)}{extra}")
+    lines.append("")
+    lines.append("images per arm:")
+    for arm, n in plan.images.items():
+        lines.append(f"  {arm}: {n if n is not None else '?'} (scored variants per image: "
+                     f"{plan.variants_per_image.get(arm, 1)})")
+    lines.append("forward passes per scorer = Σ over arms of images × (1 original + Σ over operators of "
+                 "non-identity doses):")
+    formula = " + ".join(f"{plan.variants_per_image.get(a, 1)}·n({a})" for a in plan.images)
+    for scorer, total in plan.forward_passes.items():
+        shown = f"{total}" if total is not None else "?"
+        lines.append(f"  {scorer}: {shown}   ({formula})")
+    unknown = [a for a, n in plan.images.items() if n is None]
+    if unknown:
+        lines.append(f"n(arm) is unknown until the manifests exist: {', '.join(unknown)}")
+    return "\n".join(lines)
+
+
+def plan_schema() -> dict:
+    return ExecutionPlan.model_json_schema()

@@ -1,0 +1,126 @@
+"""Declarations of a spec and name resolution against them.
+
+One namespace holds every named declaration (scorers, arms, regions,
+measures, covariates, operators, placebos, selections, hypotheses): a name
+means one thing in a file, so `region: light` can say "`light` is an
+operator, not a region" instead of silently picking another kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from scoreaudit.compiler import ast
+from scoreaudit.compiler.values import span_of
+from scoreaudit.diagnostics import Diagnostic, Span, did_you_mean
+
+# Which declaration kinds satisfy a reference of a given Ref kind.
+REF_KINDS: dict[str, frozenset[str]] = {
+    "region": frozenset({"region"}),
+    "operator": frozenset({"operator", "placebo"}),
+    "measure": frozenset({"measure", "covariate"}),
+    "covariate": frozenset({"covariate"}),
+    "arm": frozenset({"arm"}),
+    "scorer": frozenset({"scorer"}),
+    "selection": frozenset({"selection"}),
+}
+
+DECL_KINDS: dict[type, str] = {
+    ast.ScorerDecl: "scorer",
+    ast.ArmDecl: "arm",
+    ast.RegionDecl: "region",
+    ast.MeasureDecl: "measure",
+    ast.CovariateDecl: "covariate",
+    ast.OperatorDecl: "operator",
+    ast.PlaceboDecl: "placebo",
+    ast.SelectDecl: "selection",
+    ast.HypothesisDecl: "hypothesis",
+}
+
+ARTICLE = {"arm": "an arm", "operator": "an operator", "placebo": "a placebo", "measure": "a measure",
+           "covariate": "a covariate", "region": "a region", "scorer": "a scorer",
+           "selection": "a selection", "hypothesis": "a hypothesis"}
+
+
+def a(kind: str) -> str:
+    return ARTICLE.get(kind, f"a {kind}")
+
+
+class Sink:
+    """Collects diagnostics for one file; drops exact repeats (one cause reported once)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.items: list[Diagnostic] = []
+        self._seen: set[tuple] = set()
+
+    def emit(self, code: str, node_or_span: Any, message: str, help: str | None = None,
+             notes: Iterable[str] = (), severity: str | None = None) -> None:
+        span = node_or_span if isinstance(node_or_span, Span) or node_or_span is None else span_of(node_or_span)
+        if span is not None and span.line == 0:
+            span = None
+        sev = severity or ("warning" if code.startswith("W") else "error")
+        key = (code, span, message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.items.append(Diagnostic(code=code, severity=sev, message=message, span=span,
+                                     help=help, path=self.path, notes=tuple(notes)))
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.items)
+
+    def error_count(self) -> int:
+        return sum(d.is_error for d in self.items)
+
+
+@dataclass
+class Decls:
+    """Name → (kind, declaration node), first declaration wins."""
+
+    table: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+    def kind_of(self, name: str) -> str | None:
+        hit = self.table.get(name)
+        return hit[0] if hit else None
+
+    def names(self, kinds: Iterable[str]) -> list[str]:
+        ks = set(kinds)
+        return [n for n, (k, _) in self.table.items() if k in ks]
+
+    def node(self, name: str) -> Any:
+        return self.table[name][1]
+
+    def resolve(self, ident: Any, ref_kind: str, sink: Sink, context: str = "") -> str | None:
+        """The declared name `ident` refers to, or None after a diagnostic.
+
+        E0203: nothing of that name; E0204: declared, but as another kind.
+        """
+        name = ident.name if hasattr(ident, "name") else str(getattr(ident, "value", ident))
+        want = REF_KINDS[ref_kind]
+        kind = self.kind_of(name)
+        where = f" {context}" if context else ""
+        if kind in want:
+            return name
+        wanted = " or ".join(sorted(want)) if len(want) > 1 else ref_kind
+        if kind is None:
+            cands = self.names(want)
+            guess = did_you_mean(name, cands)
+            if guess:
+                help = f"did you mean '{guess}'?"
+            elif cands:
+                help = f"declared {wanted}s: {', '.join(cands)}"
+            else:
+                help = f"declare it first, e.g. `{_decl_keyword(ref_kind)} {name} = ...`"
+            sink.emit("E0203", ident, f"unknown {wanted} `{name}`{where}", help)
+        else:
+            cands = self.names(want)
+            help = f"declared {wanted}s: {', '.join(cands)}" if cands else f"declare {a(ref_kind)} first"
+            sink.emit("E0204", ident, f"`{name}` is {a(kind)}, not {a(ref_kind)}{where}", help)
+        return None
+
+
+def _decl_keyword(ref_kind: str) -> str:
+    return {"selection": "select"}.get(ref_kind, ref_kind)

@@ -1,0 +1,85 @@
+"""Small helpers over AST values: canonical text (for claim sentences and the
+lock's hypothesis hash) and plain-Python conversion of literal values.
+
+Canonical text is a pure function of the tree (never of the source's
+whitespace or comments), so two specs that differ only in layout give the
+same hypothesis text and the same lock hash.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scoreaudit.compiler import ast
+
+
+def number(n: ast.Number) -> int | float:
+    """An integer literal stays an int (pydantic rejects 1.5 for an int field, not 2)."""
+    return int(n.value) if n.is_int else float(n.value)
+
+
+def text(node: Any) -> str:
+    """Canonical source text of a value, call or claim expression."""
+    if isinstance(node, ast.Number):
+        return node.text
+    if isinstance(node, ast.String):
+        escaped = node.value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    if isinstance(node, (ast.Name, ast.Ident)):
+        return node.name
+    if isinstance(node, ast.ListValue):
+        inner = ", ".join(text(v) for v in node.items)
+        return f"[{inner}]" if node.bracketed else inner
+    if isinstance(node, ast.Column):
+        return f"column({node.name.name})"
+    if isinstance(node, ast.Product):
+        return f"{text(node.left)} * {text(node.right)}"
+    if isinstance(node, ast.Arg):
+        return text(node.value) if node.name is None else f"{node.name.name}: {text(node.value)}"
+    if isinstance(node, ast.Call):
+        return f"{node.func.name}({', '.join(text(a) for a in node.args)})"
+    if isinstance(node, ast.Not):
+        return f"not {_region_operand(node.operand)}"
+    if isinstance(node, ast.BinaryRegion):
+        return f"{_region_operand(node.left)} {node.op} {_region_operand(node.right)}"
+    if isinstance(node, ast.Abs):
+        return f"abs({text(node.call)})"
+    if isinstance(node, ast.Compare):
+        return f"{text(node.left)} {node.op} {text(node.right)}"
+    if isinstance(node, ast.Within):
+        return f"{text(node.left)} within [{text(node.low)}, {text(node.high)}]"
+    if isinstance(node, ast.Bare):
+        return text(node.call)
+    if isinstance(node, ast.Claim):
+        out = text(node.expr)
+        if node.arms:
+            out += " on " + ", ".join(a.name for a in node.arms)
+        if isinstance(node.scorers, ast.EachScorer):
+            out += " for each scorer"
+        elif node.scorers:
+            out += " for " + ", ".join(s.name for s in node.scorers)
+        return out
+    raise TypeError(f"no canonical text for {type(node).__name__}")
+
+
+def _region_operand(node: Any) -> str:
+    return f"({text(node)})" if isinstance(node, ast.BinaryRegion) else text(node)
+
+
+def span_of(node: Any):
+    """The span of a node, or None when the node was built without one."""
+    span = getattr(node, "span", None)
+    if span is None or (span.line == 0 and span.column == 0):
+        return None
+    return span
+
+
+def product_names(node: ast.Product) -> list[ast.Value]:
+    """The factor terms of `race * gender * age`, left to right."""
+    out: list[ast.Value] = []
+    for side in (node.left, node.right):
+        if isinstance(side, ast.Product):
+            out.extend(product_names(side))
+        else:
+            out.append(side)
+    return out
