@@ -1,0 +1,864 @@
+"""Text → AST (`scoreaudit.compiler.ast`) plus syntax diagnostics (E01xx).
+
+`parse` never raises: every problem in the input, including binary junk and
+absurd nesting, comes back as a `Diagnostic`. The Lark parser is built once
+per process. After a syntax error the parser restarts at the next line that
+begins a declaration, so one run reports the errors of several declarations;
+the module is returned only when there is no syntax error at all.
+
+Codes (catalogued in `spec/diagnostics.md`):
+E0100 internal parser failure, E0101 unexpected token, E0102 operator without
+`doses`, E0103 block without `}`, E0104 `=` instead of `:` in a settings block,
+E0105 unquoted text, E0106 unterminated string, E0107 unexpected character,
+E0108 no `audit` block, E0109 nesting too deep, E0110 positional argument after
+a keyword argument.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from scoreaudit.compiler import ast
+from scoreaudit.diagnostics import Diagnostic, Span
+
+GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
+
+#: Declaration keywords: a line starting with one of these is a restart point.
+DECL_KEYWORDS = (
+    "audit", "scorer", "arm", "region", "measure", "covariate", "operator",
+    "placebo", "validate", "select", "hypothesis", "report",
+)
+MAX_DEPTH = 64  # nesting of calls / lists / region and product chains
+MAX_ERRORS = 20  # syntax errors reported per file before giving up
+
+_DECL_LINE = re.compile(
+    r"^[ \t]*(" + "|".join(DECL_KEYWORDS) + r")(?![A-Za-z0-9_])(?![ \t]*:)", re.MULTILINE
+)
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(
+        GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+# ---------------------------------------------------------------- public entry
+
+
+def parse(text: str, path: str = "<input>") -> tuple[ast.Module | None, list[Diagnostic]]:
+    """Parse `.audit` source. Returns (module, diagnostics); module is None on any error."""
+    try:
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", errors="replace")
+        elif not isinstance(text, str):
+            text = str(text)
+        return _Parse(text, path).run()
+    except Exception as exc:  # a bug here must not become a traceback for the user
+        return None, [
+            Diagnostic(
+                code="E0100",
+                severity="error",
+                message=f"internal parser error ({type(exc).__name__}: {str(exc)[:200]})",
+                span=Span(1, 1, 1, 2, 0, 1),
+                help="this is a bug in scoreaudit; please report it with the file that caused it",
+                path=path,
+            )
+        ]
+
+
+# ---------------------------------------------------------------- source helpers
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for m in re.finditer("\n", text):
+        starts.append(m.end())
+    return starts
+
+
+class _Source:
+    """Offsets ↔ (line, column) for one text, both as Lark counts them ('\\n' only)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = _line_starts(text)
+
+    def pos(self, offset: int) -> tuple[int, int]:
+        offset = max(0, min(offset, len(self.text)))
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        end = max(end, start)
+        line, col = self.pos(start)
+        end_line, end_col = self.pos(end)
+        return Span(line, col, end_line, end_col, start, end)
+
+    def point(self, offset: int) -> Span:
+        return self.span(offset, min(offset + 1, len(self.text)) if offset < len(self.text) else offset)
+
+    def eof(self) -> Span:
+        """The position just after the last non-blank character (or 1:1 for a blank file)."""
+        stripped = len(self.text.rstrip())
+        return self.span(stripped, stripped)
+
+    def line_text(self, line: int) -> str:
+        start = self.starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:] if end < 0 else self.text[start:end]
+
+
+def scan_comments(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of every `#` comment, skipping `#` inside strings."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] not in '"\n\r':
+                i += 2 if text[i] == "\\" and i + 1 < n and text[i + 1] not in "\n\r" else 1
+            i += 1
+        elif c == "#":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append((i, j))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def _open_braces(text: str, upto: int) -> list[int]:
+    """Offsets of the `{` still open at `upto` (strings and comments skipped)."""
+    stack: list[int] = []
+    i, n = 0, min(upto, len(text))
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] not in '"\n\r':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            continue
+        if c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "{":
+            stack.append(i)
+        elif c == "}" and stack:
+            stack.pop()
+        i += 1
+    return stack
+
+
+# ---------------------------------------------------------------- words for errors
+
+_PUNCT = {
+    "LPAR": "(", "RPAR": ")", "LBRACE": "{", "RBRACE": "}", "LSQB": "[", "RSQB": "]",
+    "COMMA": ",", "COLON": ":", "EQUAL": "=", "STAR": "*", "VBAR": "|", "AMPERSAND": "&",
+    "DOTS": "..",
+}
+_CLASSES = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "STRING": "a string in double quotes",
+    "CMP": "a comparison (`<`, `>`, `<=`, `>=`)",
+    "$END": "the end of the file",
+}
+
+
+def _term_words(term: str) -> str:
+    if term in _CLASSES:
+        return _CLASSES[term]
+    if term in _PUNCT:
+        return f"`{_PUNCT[term]}`"
+    return f"`{term.lstrip('_').lower()}`"
+
+
+def _expected_words(terms) -> str:
+    terms = set(terms)
+    words = []
+    decls = {"_" + k.upper() for k in DECL_KEYWORDS}
+    if decls <= terms:
+        terms -= decls
+        words.append("a declaration (`audit`, `scorer`, `arm`, `region`, ...)")
+    if len(terms) > 1:
+        terms.discard("STAR")  # `a * b` is rare; listing `*` after every value only distracts
+    order = ["NAME", "NUMBER", "STRING", "CMP"]
+    for t in order:
+        if t in terms:
+            words.append(_term_words(t))
+    rest = sorted(t for t in terms if t not in order and t != "$END")
+    words += [_term_words(t) for t in rest]
+    if "$END" in terms:
+        words.append(_term_words("$END"))
+    if not words:
+        return "nothing more here"
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _show(s: str, limit: int = 30) -> str:
+    """A token or character as it may be printed in a message."""
+    s = s if len(s) <= limit else s[: limit - 3] + "..."
+    if all(c.isprintable() for c in s):
+        return f"`{s}`"
+    return " ".join(f"U+{ord(c):04X}" if not c.isprintable() else c for c in s)
+
+
+def _token_words(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    if tok.type == "NAME":
+        return f"name {_show(str(tok))}"
+    if tok.type == "NUMBER":
+        return f"number {_show(str(tok))}"
+    if tok.type == "STRING":
+        return f"string {_show(str(tok))}"
+    if tok.type.startswith("_") and str(tok).isidentifier():
+        return f"keyword {_show(str(tok))}"
+    return _show(str(tok))
+
+
+# ---------------------------------------------------------------- example-based labels
+
+#: Malformed snippets per code, matched against an error's parser state with
+#: Lark's `UnexpectedInput.match_examples` (the common mistakes get their own code).
+ERROR_EXAMPLES: dict[str, list[str]] = {
+    "E0102": [
+        "operator a = f() 1, 2",
+        "operator a = f() -1, 2",
+        "operator a = f()\nscorer s = g()",
+        "operator a = f()",
+        "operator a = f() dose 1, 2",
+        "operator a = f() [1, 2]",
+        "operator a = f() , 1",
+    ],
+    "E0104": [
+        'audit "t" { version = 1 }',
+        'report { title = "x" }',
+    ],
+    "E0105": [
+        "scorer s = f(prompt: a photo of a person)",
+        "scorer s = f(a photo)",
+        "scorer s = f(a 1)",
+        'audit "t" { title: Skin lightness audit }',
+        "arm a = f(x: [a b])",
+        "hypothesis H \"t\" { f(a b) }",
+        "region r = f(a: b c)",
+    ],
+}
+
+
+
+def _state_id(err: UnexpectedInput):
+    """The LALR state an error happened in, without the stack depth.
+
+    Lark's own `match_examples` compares `ParserState` objects, whose equality
+    includes the stack depth, so an example written at top level would not
+    match the same mistake after a few declarations. We keep its algorithm
+    (same state, then same token type, examples in order) on the bare state.
+    """
+    state = err.state
+    return getattr(state, "position", state)
+
+
+@lru_cache(maxsize=1)
+def _example_table() -> tuple[dict, dict]:
+    by_token: dict[tuple, str] = {}
+    by_state: dict[object, str] = {}
+    for label, snippets in ERROR_EXAMPLES.items():
+        for snippet in snippets:
+            try:
+                _lark().parse(snippet)
+            except UnexpectedToken as ut:
+                sid = _state_id(ut)
+                by_token.setdefault((sid, ut.token.type), label)
+                by_state.setdefault(sid, label)
+            except UnexpectedInput:  # pragma: no cover - examples are token errors
+                continue
+            else:  # pragma: no cover - guarded by a test
+                raise AssertionError(f"error example parses: {snippet!r}")
+    return by_token, by_state
+
+
+def _label(err: UnexpectedToken) -> str | None:
+    """The code of the example mistake made in the same parser state, if any."""
+    by_token, by_state = _example_table()
+    sid = _state_id(err)
+    return by_token.get((sid, err.token.type)) or by_state.get(sid)
+
+
+# ---------------------------------------------------------------- the parse
+
+
+class _TooDeep(Exception):
+    def __init__(self, span: Span):
+        self.span = span
+
+
+class _Parse:
+    def __init__(self, text: str, path: str):
+        self.path = path
+        # A byte-order mark is not part of the program; keep offsets unchanged.
+        self.text = " " + text[1:] if text.startswith("\ufeff") else text
+        self.src = _Source(self.text)
+        self.diags: list[Diagnostic] = []
+
+    def diag(self, code: str, message: str, span: Span, help: str | None = None, notes=()) -> None:
+        self.diags.append(
+            Diagnostic(code=code, severity="error", message=message, span=span, help=help,
+                       path=self.path, notes=tuple(notes))
+        )
+
+    # ------------------------------------------------------------ driver
+
+    def run(self) -> tuple[ast.Module | None, list[Diagnostic]]:
+        offset = 0
+        module = None
+        while True:
+            masked = self.text if offset == 0 else _blank(self.text, offset)
+            try:
+                tree = _lark().parse(masked)
+            except UnexpectedInput as err:
+                restart = self.syntax_error(err, masked, offset)
+                if restart is None or restart <= offset or len(self.diags) >= MAX_ERRORS:
+                    break
+                offset = restart
+                continue
+            if offset == 0:
+                module = self.build(tree)
+            break
+        if self.diags:
+            return None, self.diags
+        if module is not None and not any(isinstance(d, ast.AuditBlock) for d in module.decls):
+            blank = not self.text.strip() or not module.decls
+            self.diag(
+                "E0108",
+                "the file is empty" if blank else "the file has no `audit` block",
+                self.src.span(0, 0) if blank else module.decls[0].span,
+                help='start the file with a settings block: audit "Title of the audit" { version: 1 }',
+            )
+            return None, self.diags
+        return module, self.diags
+
+    def build(self, tree: Tree) -> ast.Module | None:
+        try:
+            decls = tuple(_Build(self).decl(t) for t in tree.children)
+        except _TooDeep as e:
+            self.diag(
+                "E0109",
+                f"expression nested too deeply (more than {MAX_DEPTH} levels)",
+                e.span,
+                help="split the expression into several declarations",
+            )
+            return None
+        comments = tuple(ast.Comment(self.text[s:e].rstrip(), self.src.span(s, e))
+                         for s, e in scan_comments(self.text))
+        end = len(self.text)
+        return ast.Module(decls=decls, span=self.src.span(0, end), comments=comments)
+
+    # ------------------------------------------------------------ errors
+
+    def syntax_error(self, err: UnexpectedInput, masked: str, offset: int,
+                     cut: int | None = None) -> int | None:
+        """Record a diagnostic for `err`; return where to restart parsing (or None).
+
+        `cut` is set when `err` came from re-parsing `masked[:cut]`: the
+        declaration before offset `cut` ended too early.
+        """
+        if isinstance(err, UnexpectedCharacters):
+            pos = err.pos_in_stream
+            self.bad_character(pos)
+            return self.next_decl_line(pos)
+        if not isinstance(err, UnexpectedToken):  # pragma: no cover - LALR raises only these two
+            self.diag("E0101", "syntax error", self.src.eof())
+            return None
+        tok = err.token
+        at_end = tok.type == "$END"
+        pos = (len(self.text) if cut is None else cut) if at_end else (tok.start_pos or 0)
+        if cut is None:
+            # 1. a block that is never closed (its `}` is missing)
+            opened = _open_braces(masked, pos)
+            if opened:
+                brace = opened[-1]
+                m = None if at_end else _first_decl_line(self.text, brace + 1, pos)
+                if at_end or m is not None:
+                    self.missing_brace(brace, m)
+                    return m
+            # 2. a declaration keyword swallowed as a name by an unfinished declaration
+            kw = None if at_end else _keyword_before(self.text, tok, offset)
+            if kw is not None:
+                try:
+                    _lark().parse(masked[:kw])
+                except UnexpectedToken as inner:
+                    if inner.token.type == "$END":
+                        self.syntax_error(inner, masked[:kw], offset, cut=kw)
+                        return kw
+                except UnexpectedInput:
+                    pass
+        if at_end:
+            end = len(masked[:pos].rstrip())
+            tok_span = self.src.span(end, end)
+        else:
+            tok_span = self.token_span(tok)
+        expected = _expected(err)
+        # 3. the common mistakes, labelled by example
+        label = _label(err)
+        if (label == "E0102" or "_DOSES" in expected) and _current_decl(self.text, pos) == "operator":
+            self.diag(
+                "E0102",
+                "an operator needs its doses",
+                tok_span,
+                help="add the doses after the call: `doses -10, 0, 10` or `doses -20..20 step 10`",
+            )
+            return None if at_end and cut is None else self.next_decl_line(pos)
+        if tok.type == "EQUAL" and (label == "E0104" or expected == {"COLON"}):
+            self.diag(
+                "E0104",
+                "settings are written `key: value`, not `key = value`",
+                tok_span,
+                help="replace `=` with `:`",
+            )
+            return self.next_decl_line(pos)
+        wordy = tok.type in ("NAME", "NUMBER") or (tok.type.startswith("_") and str(tok).isidentifier())
+        if (label == "E0105" or expected == {"COLON"}) and wordy and not _followed_by_colon(self.text, tok):
+            quoted = _unquoted_run(self.text, tok)
+            if quoted is not None:
+                start, end, words = quoted
+                key = _key_before(self.text, start)
+                fix = f'{key}: "{words}"' if key else f'"{words}"'
+                self.diag(
+                    "E0105",
+                    f"text must be quoted: {_show(words, 60)} is not a single name",
+                    self.src.span(start, end),
+                    help=f"put text in double quotes: `{fix}`",
+                )
+                return self.next_decl_line(pos)
+        # 4. anything else
+        if cut is not None:
+            message = f"this declaration is incomplete: expected {_expected_words(expected - {'$END'})}"
+        else:
+            message = f"unexpected {_token_words(tok)}; expected {_expected_words(expected)}"
+        self.diag("E0101", message, tok_span, help=self.generic_help(tok, expected, cut is not None))
+        return None if at_end and cut is None else self.next_decl_line(pos)
+
+    def generic_help(self, tok: Token, expected: set[str], cut: bool = False) -> str:
+        decl_terms = {"_" + k.upper() for k in DECL_KEYWORDS}
+        if decl_terms <= expected and tok.type == "NAME":
+            guess = difflib.get_close_matches(str(tok), DECL_KEYWORDS, n=1, cutoff=0.6)
+            if guess:
+                return f"did you mean `{guess[0]}`?"
+            return "each declaration starts with a keyword, e.g. `scorer NAME = laion_aesthetic()`"
+        if expected == {"COLON"}:
+            m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*$", self.text[max(0, (tok.start_pos or 0) - 100):tok.start_pos or 0])
+            after = f" after `{m.group(1)}`" if m else ""
+            return f"settings are written `key: value`: add `:`{after}"
+        if expected == {"EQUAL"}:
+            return "declarations are written `KIND NAME = ...`, e.g. `measure ita = ita(region: skin)`"
+        if "COMMA" in expected and tok.type in ("NAME", "NUMBER", "STRING", "LSQB"):
+            return "separate items with `,`"
+        if "RPAR" in expected and tok.type in ("$END", "RBRACE"):
+            return "add the missing `)`"
+        if "RSQB" in expected and tok.type in ("$END", "RBRACE", "RPAR"):
+            return "add the missing `]`"
+        if tok.type == "$END":
+            if cut:
+                return "complete the declaration before the next one begins"
+            return "the file ends in the middle of a declaration; complete it"
+        return f"write {_expected_words(expected)} here"
+
+    def bad_character(self, pos: int) -> None:
+        c = self.text[pos] if pos < len(self.text) else ""
+        if c == '"':
+            nl = self.text.find("\n", pos)
+            end = len(self.text) if nl < 0 else nl
+            end = end - 1 if end > pos + 1 and self.text[end - 1] == "\r" else end
+            self.diag(
+                "E0106",
+                "unterminated string",
+                self.src.span(pos, max(end, pos + 1)),
+                help='close the string with `"` on the same line (write a quote inside a string as `\\"`)',
+            )
+            return
+        help = {
+            "'": 'strings use double quotes: "text"',
+            ";": "remove the `;`: declarations need no separator",
+            "/": "put paths and text in double quotes",
+            ".": "a decimal point must be followed by a digit (`1.0`, not `1.`); put paths in double quotes",
+            "-": "a negative number is written without a space: `-5`",
+            "=": "settings and arguments use `:` (`key: value`); comparisons are `<`, `>`, `<=`, `>=`",
+            "!": "comparisons are `<`, `>`, `<=`, `>=`",
+        }.get(c)
+        if c in "<>" and help is None:
+            help = "comparisons are `<`, `>`, `<=`, `>=`"
+        if help is None:
+            help = "remove this character"
+            if c and not c.isascii() and c.isprintable():
+                help = "names use ASCII letters, digits and `_`; put other text in double quotes"
+        self.diag("E0107", f"unexpected character {_show(c) if c else 'at end of file'}",
+                  self.src.point(pos), help=help)
+
+    def missing_brace(self, brace: int, next_decl: int | None) -> None:
+        line = self.src.pos(brace)[0]
+        words = self.src.line_text(line).split()
+        kind = words[0] if words and words[0] in DECL_KEYWORDS else "block"
+        if next_decl is None:
+            help = "add `}` at the end of the block"
+        else:
+            nl = self.src.pos(next_decl)[0]
+            help = f"add `}}` before line {nl}"
+        self.diag(
+            "E0103",
+            f"the `{kind}` block opened here is never closed",
+            self.src.point(brace),
+            help=help,
+        )
+
+    def token_span(self, tok: Token) -> Span:
+        start = tok.start_pos or 0
+        end = tok.end_pos if tok.end_pos is not None else start + len(tok)
+        return self.src.span(start, max(end, start + 1) if start < len(self.text) else start)
+
+    def next_decl_line(self, pos: int) -> int | None:
+        """Start of the first declaration line after the line holding `pos`."""
+        nl = self.text.find("\n", pos)
+        if nl < 0:
+            return None
+        m = _DECL_LINE.search(self.text, nl + 1)
+        return m.start(1) if m else None
+
+
+def _blank(text: str, upto: int) -> str:
+    """`text` with everything before `upto` replaced by spaces (newlines kept)."""
+    head = re.sub(r"[^\n]", " ", text[:upto])
+    return head + text[upto:]
+
+
+def _first_decl_line(text: str, start: int, end: int) -> int | None:
+    """Offset of a declaration keyword that starts a line in text[start:end], else None."""
+    m = _DECL_LINE.search(text, start)
+    # the keyword line may hold the error token itself, so allow it up to `end`
+    if m is not None and m.start(1) <= end:
+        # must be on a later line than the opening brace
+        if "\n" in text[start : m.start(1)]:
+            return m.start(1)
+    return None
+
+
+def _keyword_before(text: str, tok: Token, floor: int) -> int | None:
+    """Offset of a line-leading declaration keyword at or right before `tok`, if any.
+
+    When the parser stops at (or just after) such a keyword, the real mistake
+    is in the declaration above it; a keyword read as a name (`region r = not` + `measure m = ...`
+    reads `not measure`): the real mistake is in the declaration above it.
+    """
+    start = tok.start_pos or 0
+    line_start = text.rfind("\n", 0, start) + 1
+    m = _DECL_LINE.match(text, line_start)
+    if m is None or m.start(1) < floor or (m.start(1) == start and text[:start].strip() == ""):
+        return None
+    if text[m.end(1):start].strip(" \t"):
+        return None
+    return m.start(1)
+
+
+def _current_decl(text: str, pos: int) -> str | None:
+    """The keyword of the declaration that holds offset `pos`."""
+    last = None
+    for m in _DECL_LINE.finditer(text, 0, pos):
+        last = m
+    if last is None:
+        m = re.match(r"\s*([a-z_]+)", text)
+        return m.group(1) if m else None
+    return last.group(1)
+
+
+def _expected(err: UnexpectedToken) -> set[str]:
+    try:
+        acc = set(err.accepts)
+    except Exception:
+        acc = set()
+    return acc or set(err.expected or ())
+
+
+def _followed_by_colon(text: str, tok: Token) -> bool:
+    end = tok.end_pos or 0
+    return re.match(r"[ \t]*:", text[end : end + 200]) is not None
+
+
+_WORD = re.compile(r"[^\s,()\[\]{}:#\"]+")
+
+
+def _unquoted_run(text: str, tok: Token) -> tuple[int, int, str] | None:
+    """The run of bare words around `tok` on its line (the text that wants quotes)."""
+    start = tok.start_pos or 0
+    line_start = text.rfind("\n", 0, start) + 1
+    # walk back over words and spaces to the `:` / `(` / `,` / `{` that began the value
+    i = start
+    while i > line_start and text[i - 1] not in ":(,[{":
+        i -= 1
+    while i < start and text[i] in " \t":
+        i += 1
+    j = start
+    n = len(text)
+    while j < n and text[j] not in ",)]}#\n:\"":
+        j += 1
+    while j > start and text[j - 1] in " \t\r":
+        j -= 1
+    words = text[i:j]
+    parts = words.split()
+    # numbers in the run suggest a missing `,` or `:` rather than text
+    if len(parts) < 2 or not all(_WORD.fullmatch(w) and not w[0].isdigit() and w[0] != "-" for w in parts):
+        return None
+    return i, j, words
+
+
+def _key_before(text: str, value_start: int) -> str | None:
+    m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*$", text[max(0, value_start - 200) : value_start])
+    return m.group(1) if m else None
+
+
+# ---------------------------------------------------------------- tree → AST
+
+
+class _Build:
+    """Converts a Lark tree to frozen AST nodes (one method per grammar rule)."""
+
+    def __init__(self, parse: _Parse):
+        self.p = parse
+        self.src = parse.src
+
+    # spans
+    def tspan(self, tok: Token) -> Span:
+        return self.src.span(tok.start_pos, tok.end_pos)
+
+    def mspan(self, tree: Tree) -> Span:
+        m = tree.meta
+        if getattr(m, "empty", True):
+            return ast._NO_SPAN
+        return Span(m.line, m.column, m.end_line, m.end_column, m.start_pos, m.end_pos)
+
+    def join(self, a: Span, b: Span) -> Span:
+        return Span(a.line, a.column, b.end_line, b.end_column, a.start, b.end)
+
+    # leaves
+    def ident(self, tok: Token) -> ast.Ident:
+        return ast.Ident(str(tok), self.tspan(tok))
+
+    def number(self, tok: Token) -> ast.Number:
+        return ast.Number(float(tok), str(tok), self.tspan(tok))
+
+    def string(self, tok: Token) -> ast.String:
+        return ast.String(unescape(str(tok)[1:-1]), self.tspan(tok))
+
+    # declarations
+    def decl(self, t: Tree):
+        return getattr(self, "d_" + t.data)(t, self.mspan(t))
+
+    def d_audit(self, t, span):
+        title, *settings = t.children
+        return ast.AuditBlock(self.string(title), tuple(self.setting(s) for s in settings), span)
+
+    def d_report(self, t, span):
+        return ast.ReportDecl(tuple(self.setting(s) for s in t.children), span)
+
+    def setting(self, t: Tree) -> ast.Setting:
+        key, *vals = t.children
+        values = [self.value(v, 1) for v in vals]
+        if len(values) == 1:
+            value = values[0]
+        else:
+            value = ast.ListValue(tuple(values), self.join(values[0].span, values[-1].span), bracketed=False)
+        return ast.Setting(self.ident(key), value, self.mspan(t))
+
+    def d_scorer(self, t, span):
+        return ast.ScorerDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
+
+    def d_arm(self, t, span):
+        return ast.ArmDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
+
+    def d_measure(self, t, span):
+        return ast.MeasureDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
+
+    def d_covariate(self, t, span):
+        return ast.CovariateDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
+
+    def d_region(self, t, span):
+        return ast.RegionDecl(self.ident(t.children[0]), self.region(t.children[1], 1), span)
+
+    def d_operator(self, t, span):
+        name, call, doses = t.children
+        return ast.OperatorDecl(self.ident(name), self.call(call, 1), self.doses(doses), span)
+
+    def doses(self, t: Tree) -> ast.Doses:
+        if t.data == "dose_list":
+            return ast.DoseList(tuple(self.number(n) for n in t.children), self.mspan(t))
+        start, _dots, stop, step = t.children
+        return ast.DoseRange(self.number(start), self.number(stop), self.number(step), self.mspan(t))
+
+    def d_placebo(self, t, span):
+        name, call, of = t.children
+        return ast.PlaceboDecl(self.ident(name), self.call(call, 1), self.ident(of), span)
+
+    def d_validate(self, t, span):
+        measure, operator, *checks = t.children
+        out = []
+        for c in checks:
+            stat, op, num = c.children
+            out.append(ast.Check(self.ident(stat), str(op), self.number(num), self.mspan(c)))
+        return ast.ValidateDecl(self.ident(measure), self.ident(operator), tuple(out), span)
+
+    def d_select(self, t, span):
+        name, n, *rest = t.children
+        under = None
+        if isinstance(rest[0], Tree):
+            under = self.ident(rest[0].children[0])
+            rest = rest[1:]
+        return ast.SelectDecl(self.ident(name), self.number(n), under, self.ident(rest[0]), span)
+
+    def d_hypothesis(self, t, span):
+        name, title, *claims = t.children
+        return ast.HypothesisDecl(
+            self.ident(name), self.string(title), tuple(self.claim(c) for c in claims), span
+        )
+
+    def claim(self, t: Tree) -> ast.Claim:
+        expr_t, *rest = t.children
+        arms: tuple[ast.Ident, ...] = ()
+        scorers: ast.EachScorer | tuple[ast.Ident, ...] = ()
+        for r in rest:
+            if r.data == "on_arms":
+                arms = tuple(self.ident(a) for a in r.children)
+            elif r.data == "each_scorer":
+                scorers = ast.EachScorer(self.mspan(r))
+            else:
+                scorers = tuple(self.ident(s) for s in r.children)
+        return ast.Claim(self.claim_expr(expr_t), arms, scorers, self.mspan(t))
+
+    def claim_expr(self, t: Tree):
+        span = self.mspan(t)
+        if t.data == "bare":
+            return ast.Bare(self.call(t.children[0], 1), span)
+        if t.data == "compare":
+            left, op, num = t.children
+            return ast.Compare(self.stat(left), str(op), self.number(num), span)
+        left, low, high = t.children
+        return ast.Within(self.stat(left), self.number(low), self.number(high), span)
+
+    def stat(self, t: Tree):
+        if t.data == "abs":
+            return ast.Abs(self.call(t.children[0], 2), self.mspan(t))
+        return self.call(t, 1)
+
+    # expressions
+    def guard(self, depth: int, t) -> None:
+        if depth > MAX_DEPTH:
+            s = self.mspan(t) if isinstance(t, Tree) else self.tspan(t)
+            raise _TooDeep(self.src.point(s.start))
+
+    def region(self, t, depth: int):
+        self.guard(depth, t)
+        if isinstance(t, Token):  # pragma: no cover - names arrive wrapped in `name`
+            return ast.Name(str(t), self.tspan(t))
+        span = self.mspan(t)
+        if t.data == "region_union":
+            return ast.BinaryRegion("|", self.region(t.children[0], depth + 1),
+                                    self.region(t.children[1], depth + 1), span)
+        if t.data == "region_inter":
+            return ast.BinaryRegion("&", self.region(t.children[0], depth + 1),
+                                    self.region(t.children[1], depth + 1), span)
+        if t.data == "region_neg":
+            return ast.Not(self.region(t.children[0], depth + 1), span)
+        if t.data == "name":
+            return ast.Name(str(t.children[0]), span)
+        return self.call(t, depth)
+
+    def value(self, t: Tree, depth: int):
+        self.guard(depth, t)
+        span = self.mspan(t)
+        kind = t.data
+        if kind == "number":
+            return self.number(t.children[0])
+        if kind == "string":
+            return self.string(t.children[0])
+        if kind == "name":
+            return ast.Name(str(t.children[0]), span)
+        if kind == "product":
+            return ast.Product(self.value(t.children[0], depth + 1), self.value(t.children[1], depth + 1), span)
+        if kind == "list":
+            items = tuple(self.value(v, depth + 1) for v in t.children if v is not None)
+            return ast.ListValue(items, span, bracketed=True)
+        return self.call(t, depth)
+
+    def call(self, t: Tree, depth: int):
+        self.guard(depth, t)
+        func, *raw = t.children
+        args = []
+        seen_kw = None
+        for a in raw:
+            if a is None:
+                continue
+            if a.data == "kwarg":
+                key, val = a.children
+                arg = ast.Arg(self.ident(key), self.value(val, depth + 1), self.mspan(a))
+                seen_kw = seen_kw or arg
+            else:
+                arg = ast.Arg(None, self.value(a.children[0], depth + 1), self.mspan(a))
+                if seen_kw is not None:
+                    self.p.diag(
+                        "E0110",
+                        "a positional argument cannot follow a keyword argument",
+                        arg.span,
+                        help=f"move it before `{seen_kw.name.name}:` or give it a name (`name: value`)",
+                    )
+            args.append(arg)
+        span = self.mspan(t)
+        if (str(func) == "column" and len(args) == 1 and args[0].name is None
+                and isinstance(args[0].value, ast.Name)):
+            inner = args[0].value
+            return ast.Column(ast.Ident(inner.name, inner.span), span)
+        return ast.Call(self.ident(func), tuple(args), span)
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def unescape(body: str) -> str:
+    """The value of a string literal's body; unknown escapes keep their backslash."""
+    if "\\" not in body:
+        return body
+    out = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append(_ESCAPES.get(nxt, "\\" + nxt))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def escape(value: str) -> str:
+    """A string literal (with quotes) whose value is `value`; inverse of `unescape`."""
+    body = (value.replace("\\", "\\\\").replace('"', '\\"')
+            .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
+    return f'"{body}"'
