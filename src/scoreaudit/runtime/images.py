@@ -1,0 +1,635 @@
+"""Arms' images: reading manifests, checking them before any scoring, decoding pixels.
+
+Entry points (the executor calls these):
+
+- `load_manifest(arm, spec_dir, *, columns=(), on_error="skip", root=None) -> ManifestResult`
+  reads an `images(...)` or `pairs(...)` arm's manifest (CSV or parquet; for
+  `images` without a manifest, the folder's image files, id = file stem) and
+  checks everything that can be checked without decoding pixels: the manifest
+  exists and is not empty, every needed column exists (id, path, cluster,
+  strata, factors, prompt, and the `columns` the caller adds: mask columns,
+  rating columns, `column(prompt)` scorer arguments), ids are unique, every
+  file exists, lies inside `root` (the project folder; None lifts the
+  restriction), and its header is a readable image within the pixel limit.
+  Problems with the manifest itself are error `Diagnostic`s (E07xx, with the
+  manifest's path, the column, the columns that exist and a did-you-mean);
+  problems with one row become `Exclusion`s (stage "manifest"), or error
+  diagnostics when the arm's policy is `on_error: fail`.
+- `decode_image(path, max_pixels) -> np.ndarray` (uint8 H×W×3 sRGB) or raises
+  `ImageFailure(stage="decode", reason)`.
+- `decode_record(record, arm_result) -> Decoded | Exclusion`: the same for one
+  manifest row, never raising for a bad image.
+- `content_hash(image) -> str`: sha256 of dtype, shape and bytes (same scheme
+  as `runtime.keys.hash_array`).
+- `exclusion_errors(exclusions) -> list[Diagnostic]`: what `on_error: fail` reports.
+
+Row numbers are 1-based data rows (the header is row 0); messages say "row 3".
+For a folder listing, row is the 1-based position in the sorted file list.
+
+Decoding: EXIF orientation is applied; an embedded ICC profile is converted to
+sRGB when Pillow's ImageCms can (otherwise the pixels are taken as sRGB);
+palette, greyscale (1, L, LA, I;16, I, F), CMYK and YCbCr become RGB; 16-bit
+PNGs are rounded to 8 bits (value / 257); alpha is composited on white,
+because that is what a viewer (and a scorer's preprocessing, which drops
+alpha) sees for a transparent background, and it keeps the pixels defined.
+Images larger than `max_pixels` are refused before decoding
+(decompression-bomb guard).
+
+Diagnostic codes: E0701 manifest or folder not found / unreadable, E0702
+missing column, E0703 duplicate id, E0704 image file not found, E0705 empty
+manifest, E0706 image unreadable or refused (on_error: fail), E0707 path
+outside the project folder, E0708 empty id or path value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from scoreaudit.diagnostics import Diagnostic, did_you_mean
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
+
+
+# --------------------------------------------------------------------------- records
+
+
+class ImageFailure(Exception):
+    """One image could not be used at one stage; `reason` is what a user reads."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A row of `exclusions.parquet` (spec/bundle.md)."""
+
+    arm: str
+    image_id: str | None
+    row: int | None
+    stage: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arm": self.arm, "image_id": self.image_id, "row": self.row,
+                "stage": self.stage, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """One image of an arm, as the manifest describes it (pixels not yet read)."""
+
+    arm: str
+    image_id: str
+    row: int  # 1-based data row of the manifest (header = row 0)
+    path: Path  # resolved file path
+    display_path: str  # the path as shown to users (relative to the spec folder when possible)
+    cluster: str  # the cluster column's value, or the image id (pair id for pairs) without one
+    prompt: str | None = None
+    side: str | None = None  # "preferred" | "other" for pairs arms
+    pair_id: str | None = None
+    columns: Mapping[str, Any] = field(default_factory=dict)  # the manifest row, values as read
+
+
+@dataclass(frozen=True)
+class ManifestResult:
+    """What `load_manifest` found: usable records, excluded rows, and errors.
+
+    `base_dir` is the folder relative paths in the manifest resolve against
+    (pass it as `RegionContext.base_dir`). When `ok` is False nothing of this
+    arm may be scored.
+    """
+
+    arm: str
+    source: str  # "images" | "pairs"
+    manifest: str | None  # display path of the manifest (None: folder listing)
+    base_dir: Path
+    columns: tuple[str, ...]
+    records: tuple[ImageRecord, ...]
+    exclusions: tuple[Exclusion, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    max_pixels: int
+    on_error: str
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    record: ImageRecord
+    image: np.ndarray  # uint8 H×W×3 sRGB
+    content_hash: str
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def content_hash(image: np.ndarray) -> str:
+    """sha256 of dtype, shape and pixel bytes (identical to runtime.keys.hash_array)."""
+    arr = np.ascontiguousarray(image)
+    h = hashlib.sha256()
+    h.update(f"{arr.dtype.str}|{arr.shape}|".encode())
+    h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def _composite_on_white(rgb: np.ndarray, alpha: np.ndarray, alpha_max: float) -> np.ndarray:
+    a = alpha.astype(np.float32)[..., None] / np.float32(alpha_max)
+    out = rgb.astype(np.float32) * a + np.float32(255.0) * (1.0 - a)
+    return np.rint(out).clip(0, 255).astype(np.uint8)
+
+
+def _from_rgba(img) -> np.ndarray:
+    arr = np.asarray(img.convert("RGBA"))
+    return _composite_on_white(arr[..., :3], arr[..., 3], 255.0)
+
+
+def _from_la(img) -> np.ndarray:
+    arr = np.asarray(img.convert("LA"))
+    grey = np.repeat(arr[..., :1], 3, axis=2)
+    return _composite_on_white(grey, arr[..., 1], 255.0)
+
+
+def _from_palette(img) -> np.ndarray:
+    if "transparency" in img.info or img.mode == "PA":
+        return _from_rgba(img)
+    return np.asarray(img.convert("RGB"))
+
+
+def _grey16(values: np.ndarray) -> np.ndarray:
+    """16-bit grey levels (0..65535) → 8-bit RGB by rounding value / 257."""
+    grey = np.rint(np.clip(values.astype(np.float64), 0, 65535) / 257.0).astype(np.uint8)
+    return np.repeat(grey[..., None], 3, axis=2)
+
+
+def _from_int(img) -> np.ndarray:
+    # "I;16*" and "I" (32-bit) greyscale: PNG/TIFF 16-bit greyscale decodes to these.
+    return _grey16(np.asarray(img).astype(np.int64))
+
+
+def _from_float(img) -> np.ndarray:
+    arr = np.nan_to_num(np.asarray(img, dtype=np.float64))
+    scale = 255.0 if arr.size and arr.max() <= 1.0 else 1.0  # [0, 1] floats or 0..255 levels
+    grey = np.rint(np.clip(arr * scale, 0, 255)).astype(np.uint8)
+    return np.repeat(grey[..., None], 3, axis=2)
+
+
+def _via_rgb(img) -> np.ndarray:
+    return np.asarray(img.convert("RGB"))
+
+
+# Pillow mode → converter to uint8 RGB (alpha composited on white).
+MODE_CONVERTERS: dict[str, Callable[[Any], np.ndarray]] = {
+    "RGB": lambda img: np.asarray(img),
+    "RGBA": _from_rgba,
+    "RGBa": _from_rgba,
+    "RGBX": _via_rgb,
+    "L": _via_rgb,
+    "1": _via_rgb,
+    "LA": _from_la,
+    "La": _from_la,
+    "P": _from_palette,
+    "PA": _from_palette,
+    "I": _from_int,
+    "I;16": _from_int,
+    "I;16L": _from_int,
+    "I;16B": _from_int,
+    "I;16N": _from_int,
+    "F": _from_float,
+    "CMYK": _via_rgb,
+    "YCbCr": _via_rgb,
+    "HSV": _via_rgb,
+}
+
+
+def _png_bit_depth(data: bytes) -> int | None:
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and len(data) > 25:
+        return data[24]
+    return None
+
+
+def _decode_png16(data: bytes) -> np.ndarray | None:
+    """16-bit colour PNGs: Pillow truncates them to the high byte; round value/257 instead."""
+    import cv2
+
+    arr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if arr is None or arr.dtype != np.uint16 or arr.ndim != 3:
+        return None  # greyscale 16-bit is handled by Pillow's I;16 path
+    rgb = arr[..., 2::-1] if arr.shape[2] >= 3 else arr
+    rgb8 = np.rint(rgb.astype(np.float32) / np.float32(257.0)).astype(np.uint8)
+    if arr.shape[2] == 4:
+        return _composite_on_white(rgb8, arr[..., 3], 65535.0)
+    return np.ascontiguousarray(rgb8)
+
+
+def _icc_to_srgb(img):
+    """Convert an image with an embedded ICC profile to sRGB; unchanged when that fails."""
+    icc = img.info.get("icc_profile")
+    if not icc or img.mode not in ("RGB", "RGBA", "CMYK", "L", "LA"):
+        return img
+    try:
+        from PIL import ImageCms
+
+        src = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        dst = ImageCms.createProfile("sRGB")
+        out_mode = "RGBA" if img.mode in ("RGBA", "LA") else "RGB"
+        if img.mode == "LA":
+            img = img.convert("RGBA")
+        return ImageCms.profileToProfile(img, src, dst, outputMode=out_mode)
+    except Exception:  # a broken or exotic profile: keep the pixels as they are (taken as sRGB)
+        return img
+
+
+def _too_big(width: int, height: int, max_pixels: int) -> str:
+    return (f"image is {width}×{height} = {width * height:,} pixels, more than max_pixels "
+            f"({max_pixels:,}); refused as a possible decompression bomb (raise max_pixels on "
+            f"the arm if you trust this file)")
+
+
+def decode_image(path: str | Path, max_pixels: int = 89_478_485) -> np.ndarray:
+    """Decode one file to uint8 H×W×3 sRGB, or raise `ImageFailure(stage="decode")`."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ImageFailure("decode", "image file not found") from None
+    except OSError as exc:
+        raise ImageFailure("decode", f"cannot read the file ({exc.strerror or exc})") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            img = Image.open(io.BytesIO(data))
+            width, height = img.size
+            if width * height > max_pixels:
+                raise ImageFailure("decode", _too_big(width, height, max_pixels))
+            img.load()
+        except ImageFailure:
+            raise
+        except Image.DecompressionBombError as exc:
+            raise ImageFailure("decode", f"refused as a possible decompression bomb: {exc}") from None
+        except UnidentifiedImageError:
+            raise ImageFailure("decode", "not a readable image file (unknown or corrupt format)") from None
+        except (OSError, ValueError, SyntaxError) as exc:
+            raise ImageFailure("decode", f"image data is corrupt or truncated ({exc})") from None
+    try:
+        if _png_bit_depth(data) == 16 and img.mode in ("RGB", "RGBA"):
+            arr = _decode_png16(data)
+            if arr is not None:
+                return arr
+        img = ImageOps.exif_transpose(img)
+        img = _icc_to_srgb(img)
+        convert = MODE_CONVERTERS.get(img.mode, _via_rgb)
+        arr = convert(img)
+    except ImageFailure:
+        raise
+    except Exception as exc:  # an exotic mode Pillow cannot convert
+        raise ImageFailure("decode", f"cannot convert image mode {img.mode!r} to RGB ({exc})") from None
+    if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
+        raise ImageFailure("decode", f"cannot convert image mode {img.mode!r} to 8-bit RGB")
+    return np.ascontiguousarray(arr)
+
+
+def decode_record(record: ImageRecord, max_pixels: int = 89_478_485) -> Decoded | Exclusion:
+    """Decode one manifest row; a failure becomes an `Exclusion` (stage "decode")."""
+    try:
+        image = decode_image(record.path, max_pixels)
+    except ImageFailure as exc:
+        return Exclusion(record.arm, record.image_id, record.row, exc.stage,
+                         f"{exc.reason} (row {record.row}, {record.display_path})")
+    return Decoded(record, image, content_hash(image))
+
+
+def exclusion_errors(exclusions: Iterable[Exclusion], path: str | None = None) -> list[Diagnostic]:
+    """`on_error: fail`: every exclusion becomes an error diagnostic (E0706)."""
+    return [
+        Diagnostic("E0706", "error",
+                   f"arm '{e.arm}': image '{e.image_id}' cannot be used: {e.reason}",
+                   path=path,
+                   help="fix or remove the image, or set `on_error: skip` to exclude it and go on")
+        for e in exclusions
+    ]
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def _display(path: Path, spec_dir: Path) -> str:
+    try:
+        return path.resolve().relative_to(spec_dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read_table(path: Path, text_columns: Sequence[str]):
+    """CSV or parquet → DataFrame, key columns as strings (so id '007' stays '007')."""
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        df = pd.read_parquet(path)
+    else:
+        sep = "\t" if suffix == ".tsv" else ","
+        header = pd.read_csv(path, nrows=0, sep=sep)
+        dtypes = {c: str for c in text_columns if c in header.columns}
+        df = pd.read_csv(path, dtype=dtypes, sep=sep)
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def _cell(value: Any) -> Any:
+    """A manifest value as plain Python; missing values → None."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+        if isinstance(value, float) and math.isnan(value):
+            return None
+    try:
+        import pandas as pd
+
+        if value is pd.NA or value is pd.NaT:
+            return None
+    except ImportError:  # pragma: no cover
+        pass
+    return value
+
+
+def _text(value: Any) -> str | None:
+    value = _cell(value)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value).strip()
+    return text or None
+
+
+@dataclass
+class _Collector:
+    """Collects diagnostics and exclusions for one arm."""
+
+    arm: str
+    manifest: str | None
+    on_error: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+    def error(self, code: str, message: str, help: str | None = None,
+              notes: Sequence[str] = ()) -> None:
+        self.diagnostics.append(Diagnostic(code, "error", message, path=self.manifest,
+                                           help=help, notes=tuple(notes)))
+
+    def row_problem(self, code: str, image_id: str | None, row: int | None, reason: str,
+                    help: str) -> None:
+        """A problem with one row: an exclusion (skip) or an error (fail)."""
+        if self.on_error == "fail":
+            self.error(code, f"arm '{self.arm}': {reason}", help=help)
+        else:
+            self.exclusions.append(Exclusion(self.arm, image_id, row, "manifest", reason))
+
+
+def _needed_columns(arm, extra: Sequence[str]) -> list[tuple[str, str]]:
+    """(column, why) pairs the manifest must have, in a stable order."""
+    p = arm.call.params
+    needed: list[tuple[str, str]] = []
+    if arm.source == "pairs":
+        needed += [(p["preferred"], "preferred"), (p["other"], "other")]
+    else:
+        needed.append((p.get("path", "path"), "path"))
+    if arm.cluster or p.get("cluster"):
+        needed.append((arm.cluster or p["cluster"], "cluster"))
+    strata = arm.strata or p.get("strata") or ()
+    needed += [(s, "strata") for s in ([strata] if isinstance(strata, str) else strata)]
+    needed += [(f, "factors") for f in (arm.factors or p.get("factors") or ())]
+    if p.get("prompt"):
+        needed.append((p["prompt"], "prompt"))
+    needed += [(c, "a column the spec refers to") for c in extra]
+    seen: set[str] = set()
+    out = []
+    for col, why in needed:
+        if col not in seen:
+            seen.add(col)
+            out.append((col, why))
+    return out
+
+
+def _check_columns(col: _Collector, arm, available: Sequence[str], needed) -> bool:
+    ok = True
+    for column, why in needed:
+        if column in available:
+            continue
+        ok = False
+        guess = did_you_mean(column, available)
+        where = (f"manifest '{col.manifest}'" if arm.call.params.get("manifest") else
+                 f"the listing of folder '{col.manifest}' (an arm without a manifest has only id and path)")
+        col.error(
+            "E0702",
+            f"column '{column}' not found in {where} (arm '{arm.name}', {why})",
+            help=f"did you mean '{guess}'?" if guess else
+            "add the column to the manifest, or name an existing column in the spec",
+            notes=(f"the manifest's columns are: {', '.join(available) or '(none)'}",),
+        )
+    return ok
+
+
+def _inside(path: Path, root: Path | None) -> bool:
+    if root is None:
+        return True
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _probe(path: Path, max_pixels: int) -> str | None:
+    """Read only the header: None when the file looks like a usable image, else a reason."""
+    from PIL import Image, UnidentifiedImageError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(path) as img:
+                width, height = img.size
+        except Image.DecompressionBombError as exc:
+            return f"refused as a possible decompression bomb: {exc}"
+        except UnidentifiedImageError:
+            return "not a readable image file (unknown or corrupt format)"
+        except OSError as exc:
+            return f"cannot read the file ({exc})"
+    if width * height > max_pixels:
+        return _too_big(width, height, max_pixels)
+    return None
+
+
+def _records_from_rows(col: _Collector, arm, rows: list[tuple[int, dict[str, Any]]],
+                       base_dir: Path, spec_dir: Path, root: Path | None, max_pixels: int,
+                       probe: bool) -> list[ImageRecord]:
+    """Manifest rows → records (both sides for pairs), with id/file checks."""
+    p = arm.call.params
+    id_col = p.get("id", "id")
+    cluster_col = arm.cluster or p.get("cluster")
+    prompt_col = p.get("prompt")
+    sides = ((p["preferred"], "preferred"), (p["other"], "other")) if arm.source == "pairs" else \
+        ((p.get("path", "path"), None),)
+    have_id = bool(rows) and id_col in rows[0][1]
+    first_row: dict[str, int] = {}
+    records: list[ImageRecord] = []
+    for row_no, values in rows:
+        base_id = _text(values.get(id_col)) if have_id else None
+        if base_id is None:
+            if have_id:
+                col.row_problem("E0708", None, row_no, f"row {row_no} has no value in id column '{id_col}'",
+                                help="give every row a unique id")
+                continue
+            # No id column (the default "id" is absent): the file stem (images) or the row number (pairs).
+            base_id = Path(_text(values.get(sides[0][0])) or "").stem if arm.source == "images" else str(row_no)
+        if base_id in first_row:
+            col.error("E0703",
+                      f"duplicate image id '{base_id}' in manifest '{col.manifest}': row {first_row[base_id]} and row {row_no}",
+                      help="ids must be unique within an arm; rename or remove one of the rows")
+            continue
+        first_row[base_id] = row_no
+        cluster = _text(values.get(cluster_col)) if cluster_col else None
+        prompt = _text(values.get(prompt_col)) if prompt_col else None
+        row_records: list[ImageRecord] = []
+        for path_col, side in sides:
+            image_id = f"{base_id}:{side}" if side else base_id
+            rel = _text(values.get(path_col))
+            if rel is None:
+                col.row_problem("E0708", image_id, row_no,
+                                f"row {row_no} (id '{base_id}') has no value in column '{path_col}'",
+                                help="give every row an image path, or remove the row")
+                continue
+            path = (base_dir / rel)
+            shown = _display(path, spec_dir)
+            if not _inside(path, root):
+                col.row_problem("E0707", image_id, row_no,
+                                f"image path in row {row_no} leaves the project folder: {shown}",
+                                help="keep images inside the spec's folder (or run with the flag that allows outside paths)")
+                continue
+            if not path.is_file():
+                col.row_problem("E0704", image_id, row_no, f"image file not found (row {row_no}, {shown})",
+                                help="fix the path in the manifest (paths are relative to "
+                                     f"'{_display(base_dir, spec_dir)}') or remove the row")
+                continue
+            if probe:
+                reason = _probe(path, max_pixels)
+                if reason is not None:
+                    col.row_problem("E0706", image_id, row_no, f"{reason} (row {row_no}, {shown})",
+                                    help="replace the file, or remove the row")
+                    continue
+            row_records.append(ImageRecord(
+                arm=arm.name, image_id=image_id, row=row_no, path=path, display_path=shown,
+                cluster=cluster if cluster is not None else base_id, prompt=prompt, side=side,
+                pair_id=base_id if side else None, columns=dict(values)))
+        if len(row_records) == len(sides):
+            records.extend(row_records)
+        else:  # half a pair cannot be compared: drop the surviving side too, saying why
+            for rec in row_records:
+                col.row_problem("E0704", rec.image_id, row_no,
+                                f"pair '{base_id}' (row {row_no}) is incomplete: its other image was excluded",
+                                help="fix the other image of the pair, or remove the row")
+    return records
+
+
+def _folder_rows(col: _Collector, folder: Path, spec_dir: Path) -> list[tuple[int, dict[str, Any]]]:
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+    seen: dict[str, str] = {}
+    rows = []
+    for i, f in enumerate(files, start=1):
+        if f.stem in seen:
+            col.error("E0703", f"duplicate image id '{f.stem}' in folder '{_display(folder, spec_dir)}': "
+                               f"{seen[f.stem]} and {f.name}",
+                      help="ids are file stems; rename one of the files or give the arm a manifest")
+            continue
+        seen[f.stem] = f.name
+        rows.append((i, {"id": f.stem, "path": f.name}))
+    return rows
+
+
+def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_error: str = "skip",
+                  root: str | Path | None = None, probe: bool = True) -> ManifestResult:
+    """Read and check one arm's manifest (see the module docstring). Never raises for user errors.
+
+    `arm` is a `compiler.ir.ArmIR`; `columns` are further manifest columns the
+    spec refers to (mask and rating columns, `column(...)` prompts);
+    `on_error` is the audit's setting (the arm's own `on_error` wins); `root`
+    is the folder images must stay inside (None: no restriction); `probe`
+    reads every file's header to catch unreadable files and decompression
+    bombs before any scoring.
+    """
+    spec_dir = Path(spec_dir)
+    root_path = Path(root) if root is not None else None
+    p = dict(arm.call.params)
+    policy = p.get("on_error") or on_error
+    max_pixels = int(p.get("max_pixels") or 89_478_485)
+    manifest_rel = p.get("manifest")
+    manifest_path = spec_dir / manifest_rel if manifest_rel else None
+    if arm.source == "pairs":
+        base_dir = manifest_path.parent
+    else:
+        base_dir = spec_dir / p["folder"]
+    shown_manifest = _display(manifest_path, spec_dir) if manifest_path else None
+    col = _Collector(arm.name, shown_manifest or _display(base_dir, spec_dir), policy)
+
+    def result(records=(), available=()) -> ManifestResult:
+        return ManifestResult(arm.name, arm.source, shown_manifest, base_dir, tuple(available),
+                              tuple(records), tuple(col.exclusions), tuple(col.diagnostics),
+                              max_pixels, policy)
+
+    if manifest_path is None:
+        if not base_dir.is_dir():
+            col.error("E0701", f"image folder '{_display(base_dir, spec_dir)}' of arm '{arm.name}' not found",
+                      help="check the folder path (it is relative to the spec's folder)")
+            return result()
+        rows = _folder_rows(col, base_dir, spec_dir)
+        available = ("id", "path")
+        needed = [(c, w) for c, w in _needed_columns(arm, columns) if c not in ("path",)]
+        if needed and not _check_columns(col, arm, available, needed):
+            return result(available=available)
+    else:
+        if not manifest_path.is_file():
+            col.error("E0701", f"manifest '{shown_manifest}' of arm '{arm.name}' not found",
+                      help="check the path (it is relative to the spec's folder)")
+            return result()
+        text_cols = [p.get("id", "id"), p.get("path", "path"), arm.cluster or p.get("cluster") or "",
+                     p.get("preferred") or "", p.get("other") or ""]
+        try:
+            df = _read_table(manifest_path, [c for c in text_cols if c])
+        except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
+            col.error("E0701", f"cannot read manifest '{shown_manifest}': {exc}",
+                      help="the manifest must be a CSV file with a header row, or a parquet file")
+            return result()
+        available = tuple(df.columns)
+        if not _check_columns(col, arm, available, _needed_columns(arm, columns)):
+            return result(available=available)
+        rows = [(i, {k: _cell(v) for k, v in rec.items()})
+                for i, rec in enumerate(df.to_dict(orient="records"), start=1)]
+    if not rows and not col.diagnostics:
+        where = f"manifest '{shown_manifest}'" if shown_manifest else f"folder '{_display(base_dir, spec_dir)}'"
+        col.error("E0705", f"{where} of arm '{arm.name}' has no images",
+                  help="add at least one row (image) or remove the arm")
+        return result(available=available)
+    records = _records_from_rows(col, arm, rows, base_dir, spec_dir, root_path, max_pixels, probe)
+    if not records and not col.diagnostics:
+        col.error("E0705", f"arm '{arm.name}' has no usable images: every row was excluded",
+                  notes=tuple(f"row {e.row}: {e.reason}" for e in col.exclusions[:5]),
+                  help="fix the rows listed above")
+    return result(records, available)
