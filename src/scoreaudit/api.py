@@ -71,7 +71,10 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     path = Path(path)
     ir, plan = compile(path)
     out = Path(out) if out is not None else path.parent / "out" / path.stem
+    from scoreaudit.reports.lock import write_lock_status
+
     execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress)
+    write_lock_status(out, path, ir)  # pre-registration status, read by the statistics into results.json
     results = analyse(out, progress=progress)
     if render_report:
         render(out)

@@ -1,0 +1,243 @@
+"""Inline SVG charts written by hand: no JavaScript, no fonts or files to fetch.
+
+Two shapes cover the report: `line_panel` (a dose-response curve with CI bands,
+one panel of a small-multiples grid) and `forest` (point estimates with
+intervals against a reference line and an optional claim band). Every label
+goes through `escape`, so user names cannot inject markup. Colours are the
+Okabe–Ito palette, and series also differ by dash and marker shape so the
+charts read in greyscale and for colour-blind readers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from markupsafe import Markup, escape
+
+from scoreaudit.reports import fmt
+
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+DASHES = ("", "6 3", "2 3", "8 3 2 3")
+MARKERS = ("circle", "square", "triangle", "diamond")
+FONT = "DejaVu Sans, Liberation Sans, Arial, sans-serif"
+INK, GRID, MUTED = "#222222", "#e3e3e3", "#666666"
+
+
+def style(i: int) -> dict:
+    """Colour, dash and marker of the i-th series."""
+    return {"color": OKABE_ITO[i % len(OKABE_ITO)], "dash": DASHES[i % len(DASHES)], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    if hi <= lo:
+        lo, hi = lo - 1, hi + 1
+    raw = (hi - lo) / max(1, n - 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=10 * mag)
+    start = math.ceil(lo / step - 1e-9) * step
+    ticks, t = [], start
+    while t <= hi + 1e-9 * step:
+        ticks.append(0.0 if abs(t) < step * 1e-9 else round(t, 12))
+        t += step
+    return ticks
+
+
+def _f(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def tick(t: float) -> str:
+    """Axis labels: the shortest exact form (5, 0.25, −10), not 3 significant digits."""
+    s = f"{t:.6g}"
+    return s.replace("-", fmt.MINUS)
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks for a log10 axis spanning [lo, hi] (in log10 units): 1-2-5 steps, denser when narrow."""
+    for mults in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        out = sorted({m * 10 ** k for k in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in mults
+                      if lo <= math.log10(m * 10 ** k) <= hi})
+        if len(out) >= 3:
+            return out
+    return [10 ** lo, 10 ** hi]
+
+
+def _marker(kind: str, x: float, y: float, color: str, r: float = 3.2) -> str:
+    if kind == "square":
+        return f'<rect x="{_f(x - r)}" y="{_f(y - r)}" width="{_f(2 * r)}" height="{_f(2 * r)}" fill="{color}"/>'
+    if kind == "triangle":
+        pts = f"{_f(x)},{_f(y - r * 1.2)} {_f(x - r * 1.1)},{_f(y + r * 0.9)} {_f(x + r * 1.1)},{_f(y + r * 0.9)}"
+        return f'<polygon points="{pts}" fill="{color}"/>'
+    if kind == "diamond":
+        pts = f"{_f(x)},{_f(y - r * 1.3)} {_f(x + r * 1.1)},{_f(y)} {_f(x)},{_f(y + r * 1.3)} {_f(x - r * 1.1)},{_f(y)}"
+        return f'<polygon points="{pts}" fill="{color}"/>'
+    return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{_f(r)}" fill="{color}"/>'
+
+
+def _finite(*xs) -> bool:
+    return all(x is not None and isinstance(x, (int, float)) and math.isfinite(x) for x in xs)
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    points: Sequence[tuple[float, float | None, float | None, float | None]]  # x, y, lo, hi
+    index: int = 0
+
+
+def y_range(series: Iterable[Series], pad: float = 0.06) -> tuple[float, float]:
+    vals = [v for s in series for p in s.points for v in p[1:] if _finite(v)]
+    if not vals:
+        return (-1.0, 1.0)
+    lo, hi = min(vals + [0.0]), max(vals + [0.0])
+    span = (hi - lo) or 1.0
+    return (lo - pad * span, hi + pad * span)
+
+
+def line_panel(series: Sequence[Series], *, title: str, x_label: str, y_label: str,
+               ylim: tuple[float, float] | None = None, ref_x: float | None = None,
+               width: int = 300, height: int = 220) -> Markup:
+    """One small-multiple panel: mean score change per dose with a shaded CI band per series."""
+    ml, mr, mt, mb = 54, 16, 24, 42
+    pw, ph = width - ml - mr, height - mt - mb
+    xs = [p[0] for s in series for p in s.points if _finite(p[0])]
+    x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+    y0, y1 = ylim or y_range(series)
+
+    def sx(x):
+        return ml + (x - x0) / (x1 - x0) * pw
+
+    def sy(y):
+        return mt + (1 - (y - y0) / (y1 - y0)) * ph
+
+    out = [f'<svg class="chart panel" viewBox="0 0 {width} {height}" role="img" '
+           f'aria-label="{escape(title)}" font-family="{FONT}" font-size="12">',
+           f"<title>{escape(title)}</title>",
+           f'<text x="{ml}" y="15" font-size="14" font-weight="bold" fill="{INK}">{escape(title)}</text>']
+    for t in nice_ticks(y0, y1, 5):
+        if y0 <= t <= y1:
+            y = sy(t)
+            out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_f(y)}" y2="{_f(y)}" stroke="{GRID}" stroke-width="1"/>')
+            out.append(f'<text x="{ml - 5}" y="{_f(y + 3.5)}" text-anchor="end" fill="{MUTED}">{escape(tick(t))}</text>')
+    if y0 < 0 < y1:
+        out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_f(sy(0))}" y2="{_f(sy(0))}" stroke="#999" stroke-width="1"/>')
+    dose_ticks = sorted({p[0] for s in series for p in s.points if _finite(p[0])})
+    if len(dose_ticks) > 9:
+        dose_ticks = nice_ticks(x0, x1, 6)
+    for t in dose_ticks:
+        out.append(f'<line x1="{_f(sx(t))}" x2="{_f(sx(t))}" y1="{mt + ph}" y2="{mt + ph + 4}" stroke="{MUTED}"/>')
+        out.append(f'<text x="{_f(sx(t))}" y="{mt + ph + 16}" text-anchor="middle" fill="{MUTED}">{escape(tick(t))}</text>')
+    if ref_x is not None and x0 <= ref_x <= x1:
+        out.append(f'<line x1="{_f(sx(ref_x))}" x2="{_f(sx(ref_x))}" y1="{mt}" y2="{mt + ph}" stroke="#bbb" stroke-dasharray="3 3"/>')
+    out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>')
+    for s in series:
+        st = style(s.index)
+        pts = [p for p in s.points if _finite(p[0], p[1])]
+        band = [p for p in pts if _finite(p[2], p[3])]
+        if len(band) >= 2:
+            upper = " ".join(f"{_f(sx(p[0]))},{_f(sy(p[3]))}" for p in band)
+            lower = " ".join(f"{_f(sx(p[0]))},{_f(sy(p[2]))}" for p in reversed(band))
+            out.append(f'<polygon points="{upper} {lower}" fill="{st["color"]}" fill-opacity="0.16" stroke="none"/>')
+        if len(pts) >= 2:
+            line = " ".join(f"{_f(sx(p[0]))},{_f(sy(p[1]))}" for p in pts)
+            dash = f' stroke-dasharray="{st["dash"]}"' if st["dash"] else ""
+            out.append(f'<polyline points="{line}" fill="none" stroke="{st["color"]}" stroke-width="2"{dash}/>')
+        out.extend(_marker(st["marker"], sx(p[0]), sy(p[1]), st["color"]) for p in pts)
+    out.append(f'<text x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle" fill="{INK}">{escape(x_label)}</text>')
+    out.append(f'<text transform="translate(13 {mt + ph / 2}) rotate(-90)" text-anchor="middle" fill="{INK}">'
+               f"{escape(y_label)}</text>")
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def legend(labels: Sequence[str]) -> Markup:
+    """An HTML legend (wraps on a phone) whose swatches match the series styles."""
+    items = []
+    for i, label in enumerate(labels):
+        st = style(i)
+        dash = f' stroke-dasharray="{st["dash"]}"' if st["dash"] else ""
+        items.append(
+            f'<span class="legend-item"><svg viewBox="0 0 34 12" width="34" height="12" aria-hidden="true">'
+            f'<line x1="1" x2="33" y1="6" y2="6" stroke="{st["color"]}" stroke-width="2"{dash}/>'
+            f'{_marker(st["marker"], 17, 6, st["color"], 3)}</svg>{escape(label)}</span>')
+    return Markup('<div class="legend">' + "".join(items) + "</div>")
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    est: float | None
+    lo: float | None = None
+    hi: float | None = None
+    note: str = ""  # shown at the right (e.g. the formatted estimate or "undefined")
+    index: int = 0  # style
+    bold: bool = False
+
+
+def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
+           band: tuple[float, float] | None = None, log: bool = False, width: int = 680,
+           label_width: int | None = None, note_width: int | None = None, title: str = "") -> Markup:
+    """Estimates with intervals, one row each; `band` shades the claimed region."""
+    row_h, mt, mb = 22, 12, 40
+    height = mt + mb + row_h * max(1, len(rows))
+    # about 7.2 units per character at font-size 12
+    ml = label_width or int(min(260, max(70, 16 + 7.2 * max((len(r.label) for r in rows), default=5))))
+    mr = note_width or int(min(240, max(60, 16 + 7.0 * max((len(r.note) for r in rows), default=5))))
+    pw = width - ml - mr
+    vals = [v for r in rows for v in (r.est, r.lo, r.hi) if _finite(v)]
+    vals += [v for v in ((ref,) if ref is not None else ()) + (band or ())]
+    if log:
+        vals = [v for v in vals if v > 0]
+        if not vals:
+            log = False
+    tr = (lambda v: math.log10(v)) if log else (lambda v: v)
+    tv = [tr(v) for v in vals if not log or v > 0] or [0.0, 1.0]
+    lo, hi = min(tv), max(tv)
+    span = (hi - lo) or 1.0
+    lo, hi = lo - 0.05 * span, hi + 0.05 * span
+
+    def sx(v):
+        v = tr(max(v, 1e-300)) if log else v
+        return ml + (v - lo) / (hi - lo) * pw
+
+    out = [f'<svg class="chart forest" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title or x_label)}" '
+           f'font-family="{FONT}" font-size="12">', f"<title>{escape(title or x_label)}</title>"]
+    top, bottom = mt, mt + row_h * max(1, len(rows))
+    if band is not None:
+        b0, b1 = (max(band[0], 10 ** lo) if log else band[0]), band[1]
+        x_a, x_b = max(ml, sx(b0)), min(ml + pw, sx(b1))
+        if x_b > x_a:
+            out.append(f'<rect x="{_f(x_a)}" y="{top}" width="{_f(x_b - x_a)}" height="{bottom - top}" '
+                       f'fill="#009E73" fill-opacity="0.10"/>')
+    ticks = log_ticks(lo, hi) if log else nice_ticks(lo, hi, 6)
+    for t in ticks:
+        x = sx(t)
+        if ml - 0.5 <= x <= ml + pw + 0.5:
+            out.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{bottom}" stroke="{GRID}"/>')
+            out.append(f'<text x="{_f(x)}" y="{bottom + 15}" text-anchor="middle" fill="{MUTED}">{escape(tick(t))}</text>')
+    if ref is not None and (not log or ref > 0):
+        out.append(f'<line x1="{_f(sx(ref))}" x2="{_f(sx(ref))}" y1="{top - 4}" y2="{bottom}" stroke="{INK}" '
+                   f'stroke-dasharray="4 3"/>')
+    for i, r in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        weight = ' font-weight="bold"' if r.bold else ""
+        if i % 2 == 0:
+            out.append(f'<rect x="0" y="{_f(y - row_h / 2)}" width="{width}" height="{row_h}" fill="#f6f6f6" fill-opacity="0.7"/>')
+        out.append(f'<text x="{ml - 8}" y="{_f(y + 4)}" text-anchor="end" fill="{INK}"{weight}>{escape(r.label)}</text>')
+        st = style(r.index)
+        if _finite(r.lo, r.hi) and (not log or (r.lo > 0 and r.hi > 0)):
+            out.append(f'<line x1="{_f(sx(r.lo))}" x2="{_f(sx(r.hi))}" y1="{_f(y)}" y2="{_f(y)}" '
+                       f'stroke="{st["color"]}" stroke-width="2"/>')
+        if _finite(r.est) and (not log or r.est > 0):
+            out.append(_marker(st["marker"], sx(r.est), y, st["color"], 4))
+        out.append(f'<text x="{ml + pw + 8}" y="{_f(y + 4)}" fill="{INK}">{escape(r.note)}</text>')
+    out.append(f'<text x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle" fill="{INK}">'
+               f'{escape(x_label + (" (log scale)" if log else ""))}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))

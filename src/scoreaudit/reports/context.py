@@ -1,0 +1,146 @@
+"""What a report is built from: the bundle's files, read once, never recomputed.
+
+`ReportContext` holds results.json, the IR (ir.json, when present) and the
+exact spec text, plus small lookups the section builders share (an operator's
+dose unit, a cell's test, hypothesis titles). Section builders read only this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+
+class BundleError(Exception):
+    """The folder is not a readable results bundle (what is missing, and what to do)."""
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(f"{path} not found: is {path.parent} a results folder written by `scoreaudit run`?") from None
+    except json.JSONDecodeError as e:
+        raise BundleError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    bundle_dir: Path
+    results: dict
+    ir: dict = field(default_factory=dict)
+    spec_text: str = ""
+
+    @classmethod
+    def load(cls, bundle_dir: Path) -> "ReportContext":
+        bundle_dir = Path(bundle_dir)
+        results = load_json(bundle_dir / "results.json")
+        if not isinstance(results, dict) or "cells" not in results:
+            raise BundleError(f"{bundle_dir / 'results.json'} has no 'cells': it is not a scoreaudit results file")
+        ir_path = bundle_dir / "ir.json"
+        ir = load_json(ir_path) if ir_path.exists() else {}
+        spec_path = bundle_dir / "spec.audit"
+        if spec_path.exists():
+            spec_text = spec_path.read_text(encoding="utf-8")
+        else:
+            spec_text = (results.get("spec") or {}).get("text") or ""
+        return cls(bundle_dir=bundle_dir, results=results, ir=ir or {}, spec_text=spec_text)
+
+    # ------------------------------------------------------------ lookups
+
+    @property
+    def title(self) -> str:
+        r = self.results
+        return ((self.ir.get("report") or {}).get("title") or r.get("title")
+                or (r.get("settings") or {}).get("title") or "scoreaudit report")
+
+    @property
+    def audit_title(self) -> str:
+        return (self.results.get("settings") or {}).get("title") or ""
+
+    @cached_property
+    def spec_sha256(self) -> str:
+        return hashlib.sha256(self.spec_text.encode("utf-8")).hexdigest()
+
+    @property
+    def scale(self) -> str:
+        return (self.results.get("settings") or {}).get("scale", "sd")
+
+    @property
+    def alpha(self) -> float:
+        return float((self.results.get("settings") or {}).get("alpha", 0.05))
+
+    def section(self, name: str) -> list:
+        """The section's rows in the shape spec/bundle.md documents (long tables are regrouped)."""
+        from scoreaudit.reports.adapt import normalise
+
+        rows = normalise(name, (self.results.get("sections") or {}).get(name) or [], self)
+        return sorted(rows, key=self._order_key) if all(isinstance(r, dict) for r in rows) else rows
+
+    def _order_key(self, row: dict) -> tuple:
+        """Declaration order of scorers and arms (the spec's order, not the alphabet)."""
+        scorers = list(self.ir.get("scorers") or (self.results.get("environment") or {}).get("scorers") or {})
+        arms = list(self.ir.get("arms") or self.results.get("arms") or {})
+        rank = lambda xs, x: xs.index(x) if x in xs else len(xs)  # noqa: E731
+        return (rank(scorers, row.get("scorer")), rank(arms, row.get("arm")))
+
+    def measures_unit(self, measure: str | None) -> str:
+        """A measure plugin's declared unit (registry meta), or the measure's name."""
+        m = (self.ir.get("measures") or {}).get(measure or "") or {}
+        plugin = (m.get("call") or {}).get("plugin")
+        try:
+            from scoreaudit.registry import load_plugins
+
+            reg = load_plugins(entry_points=False)
+            for kind in ("measure", "covariate"):
+                if plugin and plugin in reg[kind]:
+                    return str(reg[kind].get(plugin).meta.get("unit") or measure or "")
+        except Exception:  # the report must render even when a plugin module is broken
+            pass
+        return measure or ""
+
+    @cached_property
+    def operators(self) -> dict:
+        return dict(self.ir.get("operators") or {})
+
+    def dose_unit(self, operator: str) -> str:
+        """The operator plugin's declared dose unit (registry meta), or "dose"."""
+        op = self.operators.get(operator) or {}
+        plugin = (op.get("call") or {}).get("plugin")
+        if not plugin:
+            return "dose"
+        try:
+            from scoreaudit.registry import load_plugins
+
+            reg = load_plugins(entry_points=False)["operator"]
+            if plugin in reg:
+                return str(reg.get(plugin).meta.get("unit") or "dose")
+        except Exception:  # the report must render even when a plugin module is broken
+            return "dose"
+        return "dose"
+
+    @cached_property
+    def tests(self) -> dict[str, dict]:
+        """cell id → its test (kind, threshold, low, high), from the cell or else the IR."""
+        out: dict[str, dict] = {}
+        for h in self.ir.get("hypotheses") or []:
+            for c in h.get("cells") or []:
+                if c.get("test"):
+                    out[c["id"]] = c["test"]
+        for c in self.results.get("cells") or []:
+            if c.get("test"):
+                out[c["id"]] = c["test"]
+        return out
+
+    @cached_property
+    def hypothesis_titles(self) -> dict[str, str]:
+        titles = {h.get("name"): h.get("title", "") for h in self.ir.get("hypotheses") or []}
+        titles.update({h.get("name"): h.get("title", "") for h in self.results.get("hypotheses") or []})
+        return titles
+
+    def cells_for(self, statistic: str) -> list[dict]:
+        return [c for c in self.results.get("cells") or [] if c.get("statistic") == statistic]

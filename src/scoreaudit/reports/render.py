@@ -1,0 +1,133 @@
+"""Results bundle → report.html (always) and report.pdf (when asked): read, never recompute.
+
+The HTML is self-contained (inline CSS and SVG, no script, no fetch) and every
+user string is escaped by Jinja's autoescape; a Content-Security-Policy meta
+tag forbids any load as a second line of defence. The PDF is WeasyPrint's
+rendering of the same HTML through the print stylesheet, with every URL fetch
+refused. Rendering is deterministic (no clock, no absolute paths), so
+`scoreaudit verify` can re-render and compare byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from scoreaudit.reports import fmt
+from scoreaudit.reports.context import BundleError, ReportContext
+from scoreaudit.reports.sections import load as load_sections
+
+PDF_INSTALL_HINT = ("PDF output needs WeasyPrint: install it with `pip install 'scoreaudit[pdf]'` "
+                    "(on Debian/Ubuntu also `apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0`). "
+                    "The HTML report was written.")
+
+
+class PdfUnavailable(RuntimeError):
+    """WeasyPrint (or its system libraries) is missing; the message says how to install it."""
+
+
+@dataclass(frozen=True)
+class RenderedSection:
+    name: str
+    title: str
+    template: str
+    data: dict
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("scoreaudit.reports", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(fmt.FILTERS)
+    return env
+
+
+@lru_cache(maxsize=1)
+def _css() -> Markup:
+    from importlib.resources import files
+
+    css = files("scoreaudit.reports").joinpath("templates/style.css").read_text(encoding="utf-8")
+    if "</" in css:
+        raise ValueError("style.css must not contain '</'")
+    return Markup(css)
+
+
+def build_sections(ctx: ReportContext) -> tuple[list[RenderedSection], list[str]]:
+    """Run every registered builder in declared order; returns (sections, titles of empty ones)."""
+    shown, omitted = [], []
+    for entry in load_sections():
+        data = entry.impl(ctx)
+        if data is None:
+            omitted.append(entry.meta.get("title", entry.name))
+            continue
+        shown.append(RenderedSection(entry.name, entry.meta.get("title", entry.name), entry.meta["template"], data))
+    return shown, omitted
+
+
+def render_html(ctx: ReportContext) -> str:
+    sections, omitted = build_sections(ctx)
+    r = ctx.results
+    arms = r.get("arms") or {}
+    scorers = list((r.get("environment") or {}).get("scorers") or {}) or list(dict.fromkeys(c.get("scorer") for c in r.get("cells") or []))
+    summary = "; ".join(p for p in (
+        f"{len(scorers)} scorer{'s' if len(scorers) != 1 else ''} ({', '.join(scorers)})" if scorers else "",
+        f"{len(arms)} arm{'s' if len(arms) != 1 else ''} ("
+        + ", ".join(f"{n}: {a.get('kind', '?')}, {fmt.count(a.get('n_images'))} images" for n, a in arms.items()) + ")"
+        if arms else "",
+        f"{len(r.get('cells') or [])} hypothesis cells",
+    ) if p)
+    return environment().get_template("report.html.j2").render(
+        title=ctx.title, audit_title=ctx.audit_title, summary_line=summary, sections=sections, omitted=omitted,
+        css=_css(), spec_sha256=ctx.spec_sha256, schema_version=r.get("schema_version", "?"),
+        tool_version=(r.get("tool") or {}).get("version", "?"))
+
+
+def _refuse_fetch(url: str, *args: Any, **kwargs: Any):
+    raise ValueError(f"the report must be self-contained; refused to fetch {url}")
+
+
+def write_pdf(html: str, out: Path) -> Path:
+    try:
+        from weasyprint import HTML
+    except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
+        raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
+    HTML(string=html, url_fetcher=_refuse_fetch).write_pdf(out)
+    return out
+
+
+def wanted_formats(ctx: ReportContext, formats: Iterable[str] | None) -> list[str]:
+    if formats is None:
+        formats = ((ctx.ir.get("report") or {}).get("formats")
+                   or (ctx.results.get("report") or {}).get("formats") or ["html"])
+    formats = [f.lower() for f in formats]
+    unknown = sorted(set(formats) - {"html", "pdf"})
+    if unknown:
+        raise ValueError(f"unknown report format(s) {', '.join(unknown)}: use html and/or pdf")
+    return formats
+
+
+def render(bundle_dir: Path, formats: Iterable[str] | None = None) -> list[Path]:
+    """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks)."""
+    bundle_dir = Path(bundle_dir)
+    ctx = ReportContext.load(bundle_dir)
+    formats = wanted_formats(ctx, formats)
+    html = render_html(ctx)
+    html_path = bundle_dir / "report.html"
+    html_path.write_text(html, encoding="utf-8")
+    written = [html_path]
+    if "pdf" in formats:
+        try:
+            written.append(write_pdf(html, bundle_dir / "report.pdf"))
+        except PdfUnavailable as e:
+            import sys
+
+            print(f"warning: {e}", file=sys.stderr)
+    return written
+
+
+__all__ = ["render", "render_html", "write_pdf", "BundleError", "PdfUnavailable", "PDF_INSTALL_HINT"]

@@ -1,0 +1,29 @@
+"""Report sections: one data builder per section, registered in the `section` registry.
+
+A builder takes the `ReportContext` and returns the template's data (a dict),
+or None when the audit has nothing for that section (it is then left out and
+listed under "not part of this audit"). Sections render in ascending `order`;
+third-party sections register the same way and pick an order between ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from scoreaudit.registry import sections as _registry
+
+Builder = Callable[[Any], "dict | None"]
+
+
+def section(name: str, *, order: int, title: str, first_screen: bool = False) -> Callable[[Builder], Builder]:
+    """Register `fn` as the builder of section `name` (template `sections/NAME.html.j2`)."""
+    return _registry.register(name, version="1", order=order, title=title, first_screen=first_screen,
+                              template=f"sections/{name}.html.j2")
+
+
+def load() -> list:
+    """Import the built-in section modules; return every section entry in declared order."""
+    from scoreaudit.reports.sections import (  # noqa: F401  (imports register)
+        appendix, cross_image, dose_response, exclusions, first_screen, populations, selection, validity)
+
+    return sorted(_registry, key=lambda e: (e.meta.get("order", 1000), e.name))

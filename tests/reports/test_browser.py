@@ -1,0 +1,51 @@
+"""Headless chromium loads the report at desktop and phone widths: no errors, no sideways scroll."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cdp import CHROMIUM, Browser
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)")]
+
+ROOT = Path(__file__).resolve().parents[2]
+VIEWPORTS = {"desktop": (1280, 900, False), "phone": (390, 844, True)}
+
+
+def artifacts() -> Path:
+    d = Path(os.environ.get("SCOREAUDIT_ARTIFACTS") or ROOT / "artifacts") / "reports"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@pytest.mark.parametrize("example", ["skin_tone", "cross_image"])
+def test_report_loads_cleanly_at_desktop_and_phone_width(bundles, example):
+    url = (bundles[example] / "report.html").resolve().as_uri()
+    with Browser() as b:
+        for name, (w, h, mobile) in VIEWPORTS.items():
+            s = b.open(url, w, h, mobile)
+            shot = b.screenshot(s, artifacts() / f"{example}-{name}.png")
+            assert shot.stat().st_size > 10_000
+            assert b.errors(s) == []
+            # nothing wider than the viewport: the page never scrolls sideways (wide tables scroll in their box)
+            assert b.evaluate(s, "document.documentElement.scrollWidth") <= w
+            # the first screen shows the title and the pre-registration status
+            top = b.evaluate(s, "document.querySelector('#preregistration').getBoundingClientRect().top")
+            assert top < h
+            # every chart is laid out with a real size
+            sizes = b.evaluate(s, "[...document.querySelectorAll('svg.chart')].map(e => e.getBoundingClientRect().width)")
+            assert sizes and min(sizes) > 100
+            b.screenshot(s, artifacts() / f"{example}-{name}-full.png", full_page=True)
+
+
+def test_injected_script_would_be_reported(tmp_path):
+    """The error collection itself works: a page with a thrown error is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>throw new Error('boom')</script></body></html>")
+    with Browser() as b:
+        s = b.open(page.as_uri(), 800, 600)
+        assert any("boom" in e or "Uncaught" in e for e in b.errors(s))
