@@ -163,7 +163,7 @@ def cmd_simulate(args) -> int:
         return 1
     ir, plan = compiled
     table = simulate(ir, spec_path=Path(args.file), reps=args.reps, truth=args.truth,
-                     out=args.out, progress=not args.quiet)
+                     out=args.out, progress=not args.quiet, n_boot=args.bootstrap)
     print(table)
     return 0
 
@@ -224,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--reps", type=int, default=200)
     s.add_argument("--truth", default=None, help="JSON file of true values per scorer")
+    s.add_argument("--bootstrap", type=int, default=None,
+                   help="bootstrap resamples per replication (default: the audit's `bootstrap` setting)")
     s.add_argument("--out", default=None)
     s.add_argument("--quiet", "-q", action="store_true")
     s.set_defaults(func=cmd_simulate)

@@ -1,0 +1,310 @@
+"""The statistics engine: bundle tables → every cell, q, outcome, validation, verdict → results.json.
+
+`compute(ir, tables)` is pure (used by `simulate` on in-memory tables);
+`analyse(bundle_dir)` reads the bundle, adds provenance, and writes
+results.json and the derived tables.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from scoreaudit.compiler.ir import AuditIR, CellIR, StatCallIR
+from scoreaudit.stats import claims as _claims
+from scoreaudit.stats import dose as _dose  # noqa: F401  (registers estimators)
+from scoreaudit.stats import regression as _regression  # noqa: F401
+from scoreaudit.stats import selection as _selection
+from scoreaudit.stats import strata as _strata  # noqa: F401
+from scoreaudit.stats import transfer as _transfer  # noqa: F401
+from scoreaudit.stats.context import TABLES, StatContext
+from scoreaudit.stats.estimate import Estimate
+from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome, sentence
+from scoreaudit.stats.provenance import clean, environment, lock_info, plan_info, read_json, spec_info
+from scoreaudit.stats.validity import validations as _validations
+from scoreaudit.stats.verdicts import verdicts as _verdicts
+
+import importlib
+
+for _mod in ("scoreaudit.stats.cross", "scoreaudit.stats.cross_estimators"):
+    try:  # cross-image statistics (ST2) register themselves when present
+        importlib.import_module(_mod)
+    except ImportError:  # pragma: no cover - until they exist
+        pass
+
+SCHEMA_VERSION = 1
+
+
+def _progress(progress: bool, total: int, what: str):
+    if not progress:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                 TextColumn("{task.fields[cell]}"), TimeElapsedColumn(), transient=True)
+    p.start()
+    p.add_task(what, total=total, cell="")
+    return p
+
+
+def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
+    level = 1 - 2 * alpha
+    lo, hi = est.interval(level)
+    call = cell.statistic
+    return {"id": cell.id, "hypothesis": cell.hypothesis, "claim": cell.claim, "scorer": cell.scorer,
+            "arm": cell.arm, "arms": list(cell.arms) or ([cell.arm] if cell.arm else []),
+            "statistic": call.name, "params": {k: v for k, v in call.params.items() if not isinstance(v, dict)},
+            "inner": call.inner.name if call.inner is not None else None,
+            "claim_text": cell.test.text, "test": cell.test.model_dump(mode="json"),
+            "estimate": est.estimate, "ci_low": lo, "ci_high": hi, "ci_level": level,
+            "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.method,
+            "se": est.se, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
+            "detail": dict(est.detail), "_est": est}
+
+
+def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False) -> list[dict]:
+    """Estimates, p, q and outcomes for every cell (one family)."""
+    bar = _progress(progress, len(cells), "statistics")
+    out = []
+    for cell in cells:
+        est = ctx.evaluate(cell.statistic, cell.arm, cell.scorer)
+        out.append(_cell_dict(cell, est, ctx.alpha))
+        if bar is not None:
+            bar.update(bar.task_ids[0], advance=1, cell=cell.id)
+    if bar is not None:
+        bar.stop()
+    qs = adjust([c["p"] for c in out], ctx.settings.correction, ctx.alpha)
+    for c, q in zip(out, qs):
+        c["q"] = q
+    by_claim: dict[str, list[dict]] = {}
+    for cell, c in zip(cells, out):
+        if cell.test.kind == "claim":
+            by_claim.setdefault(c["statistic"], []).append(c)
+        else:
+            c["outcome"] = number_outcome(c["_est"], cell.test, c["q"], ctx.alpha)
+    for name, group in by_claim.items():
+        resolve = _claims.RESOLVERS.get(name)
+        for c in group:
+            est: Estimate = c["_est"]
+            if est.claim_outcome is not None:
+                c["outcome"] = est.claim_outcome
+        if resolve is not None:
+            resolve([c for c in group if c["outcome"] is None], ctx.settings.correction, ctx.alpha)
+        for c in group:
+            c["outcome"] = c["outcome"] or "inconclusive"
+    for c in out:
+        c["sentence"] = sentence(c)
+    return out
+
+
+def _derived_seed(seed: int, k: int) -> int:
+    return int(np.random.SeedSequence([int(seed) % (2**63), 0x5EED, k]).generate_state(1)[0])
+
+
+def robustness(ir: AuditIR, tables, cells_out: list[dict], progress: bool = False) -> None:
+    """Same-sign (claims: same-outcome) rate of every cell over S derived seeds (run 0 = the audit seed)."""
+    S = int(ir.settings.robustness)
+    if S <= 1:
+        return
+    signs = [[np.sign(c["estimate"]) if c["estimate"] is not None else np.nan] for c in cells_out]
+    outs = [[c["outcome"]] for c in cells_out]
+    for k in range(1, S):
+        ctx = StatContext(ir, tables, seed=_derived_seed(ir.settings.seed, k))
+        again = evaluate_cells(ctx, ir.cells(), progress=False)
+        for i, c in enumerate(again):
+            signs[i].append(np.sign(c["estimate"]) if np.isfinite(c["estimate"]) else np.nan)
+            outs[i].append(c["outcome"])
+    for c, sg, oc in zip(cells_out, signs, outs):
+        if c["test"]["kind"] == "claim":
+            c["robustness"] = {"runs": S, "same_outcome_rate": float(np.mean([o == oc[0] for o in oc]))}
+        else:
+            c["robustness"] = {"runs": S, "same_sign_rate": float(np.mean([s == sg[0] for s in sg]))
+                               if np.isfinite(sg[0]) else None}
+
+
+# ---------------------------------------------------------------- sections
+
+
+def _images_arms(ctx: StatContext) -> list[str]:
+    return [n for n, a in sorted(ctx.ir.arms.items()) if a.source == "images" and ctx.arm(n).n_images > 0]
+
+
+def _has_scores(ctx, arm, scorer, operator) -> bool:
+    doses, S = ctx.score_matrix(arm, scorer, operator)
+    return S.size > 0 and np.isfinite(S).any()
+
+
+def sections(ctx: StatContext, cells: list[dict], validations: list[dict]) -> dict[str, Any]:
+    curves, fi, placebo, drift = [], [], [], []
+    scorers = sorted(ctx.ir.scorers)
+    for arm in _images_arms(ctx):
+        for scorer in scorers:
+            for op in sorted(ctx.ir.operators):
+                if _has_scores(ctx, arm, scorer, op):
+                    curves += _dose.curve_rows(ctx, arm, scorer, op)
+            fi += [r for r in _dose.uniformity_rows(ctx, arm, scorer) if _has_scores(ctx, arm, scorer, r["operator"])]
+            for name, op in sorted(ctx.ir.operators.items()):
+                if op.placebo_of and op.symmetric and _has_scores(ctx, arm, scorer, name):
+                    est = ctx.evaluate(StatCallIR(name="placebo_ratio", version="1",
+                                                  params={"operator": op.placebo_of, "placebo": name}), arm, scorer)
+                    lo, hi = est.interval(1 - ctx.alpha)
+                    placebo.append({"arm": arm, "scorer": scorer, "operator": op.placebo_of, "placebo": name,
+                                    "ratio": est.estimate, "ci_low": lo, "ci_high": hi,
+                                    "ci_level": 1 - ctx.alpha, "undefined": est.undefined, **{
+                                        k: est.detail.get(k) for k in ("fi_operator", "fi_placebo")}})
+            for sname, sel in sorted(ctx.ir.selections.items()):
+                est = ctx.evaluate(StatCallIR(name="net_drift", version="1", params={"selection": sname}), arm, scorer)
+                if est.undefined:
+                    continue
+                lo, hi = est.interval(1 - ctx.alpha)
+                d = est.detail
+                drift.append({"arm": arm, "scorer": scorer, "selection": sname, "measure": sel.measure,
+                              "operator": sel.operator, "n": sel.n, "net": est.estimate, "ci_low": lo, "ci_high": hi,
+                              "p_greater_0": est.p_greater(0.0), "p_less_0": est.p_less(0.0),
+                              "argmax_drift": d["argmax_drift"], "argmax_ci_low": d["argmax_ci"][0],
+                              "argmax_ci_high": d["argmax_ci"][1], "random_drift": d["random_drift"],
+                              "random_ci_low": d["random_ci"][0], "random_ci_high": d["random_ci"][1],
+                              "n_groups": d["n_groups"], "n_clusters": d["n_clusters"], "ci_level": 1 - ctx.alpha})
+    transfer = [{"cell": c["id"], "scorer": c["scorer"], **{k: v for k, v in c["detail"].items() if k != "params"}}
+                for c in cells if c["statistic"] == "transfers" and not c.get("undefined")]
+    for t in transfer:
+        for k in ("ci_source", "ci_target"):
+            lo, hi = t.pop(k)
+            t[k + "_low"], t[k + "_high"] = lo, hi
+    strata = []
+    for c in cells:
+        if c["statistic"] == "homogeneous" and not c.get("undefined"):
+            d = c["detail"]
+            for s in d["strata"]:
+                strata.append({"cell": c["id"], "arm": c["arm"], "scorer": c["scorer"], "by": d["by"],
+                               "statistic": d["statistic"], **s, "pooled": d["pooled"],
+                               "omnibus_p": d["omnibus_p"], "q": c["q"]})
+    return {"curves": curves, "uniformity": fi, "placebo": placebo, "drift": drift, "transfer": transfer,
+            "strata": strata, "validity": validations}
+
+
+def _contrast_rows(ctx: StatContext, cells: list[dict]) -> list[dict]:
+    rows = []
+    for c in cells:
+        est: Estimate = c["_est"]
+        if est.contrasts is None or c["arm"] is None:
+            continue
+        labels = est.detail.get("_clusters")
+        values = np.asarray(est.contrasts)
+        if labels is None or len(labels) != len(values):
+            labels = [None] * len(values)
+        for lab, v in zip(labels, values):
+            rows.append({"cell": c["id"], "cluster": None if lab is None else str(lab), "value": float(v)})
+    return rows
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool = False,
+            with_sections: bool = True) -> tuple[dict, dict[str, pd.DataFrame], StatContext]:
+    """Everything statistical, from in-memory tables: (results part, derived tables, context)."""
+    ctx = StatContext(ir, tables)
+    cells = evaluate_cells(ctx, ir.cells(), progress=progress)
+    robustness(ir, tables, cells, progress=progress)
+    vals = _validations(ctx)
+    verd = _verdicts(ctx, vals)
+    secs = sections(ctx, cells, vals) if with_sections else {}
+    hyps = [{"name": h.name, "title": h.title, "text": h.text,
+             "cells": [c["id"] for c in cells if c["hypothesis"] == h.name],
+             "outcomes": {o: sum(1 for c in cells if c["hypothesis"] == h.name and c["outcome"] == o)
+                          for o in ("supported", "refuted", "inconclusive")}} for h in ir.hypotheses]
+    derived: dict[str, pd.DataFrame] = {}
+    flat = [{k: (json.dumps(clean(v)) if isinstance(v, (dict, list)) else v) for k, v in c.items()
+             if not k.startswith("_")} for c in cells]
+    derived["cells"] = pd.DataFrame(flat)
+    for name, key in (("curves", "curves"), ("fi", "uniformity"), ("placebo", "placebo"), ("drift", "drift"),
+                      ("transfer", "transfer"), ("strata", "strata")):
+        if secs.get(key):
+            derived[name] = pd.DataFrame(clean(secs[key]))
+    if vals:
+        derived["validity"] = pd.DataFrame([{k: v for k, v in r.items() if k != "checks"} | {
+            "checks": json.dumps(clean(r["checks"]))} for r in vals])
+    cr = _contrast_rows(ctx, cells)
+    if cr:
+        derived["contrasts"] = pd.DataFrame(cr)
+    res = {"cells": cells, "hypotheses": hyps, "verdicts": verd, "validations": vals, "sections": secs}
+    return res, derived, ctx
+
+
+def read_tables(bundle: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for name in TABLES:
+        p = bundle / "tables" / f"{name}.parquet"
+        out[name] = pd.read_parquet(p) if p.exists() else pd.DataFrame()
+    return out
+
+
+def _exclusions(ctx: StatContext, runtime: pd.DataFrame) -> pd.DataFrame:
+    base = runtime[runtime["stage"] != "statistic"] if len(runtime) and "stage" in runtime else runtime
+    notes = pd.DataFrame([{"arm": n["arm"], "image_id": n["image_id"], "row": None, "stage": "statistic",
+                           "reason": n["reason"]} for n in ctx.notes])
+    if len(notes):
+        notes = notes.drop_duplicates()
+        r = ctx.tables["images"]
+        if len(r) and "row" in r:
+            rows = r.set_index(["arm", "image_id"])["row"]
+            notes["row"] = [rows.get((a, i)) for a, i in zip(notes["arm"], notes["image_id"])]
+    frames = [f for f in (base, notes) if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["arm", "image_id", "row", "stage", "reason"])
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["arm", "image_id", "stage"], kind="stable", na_position="first").reset_index(drop=True)
+
+
+def analyse(bundle_dir: Path, progress: bool = True) -> dict:
+    """Read the bundle, compute everything, write results.json and derived tables; return the results."""
+    bundle = Path(bundle_dir)
+    ir = AuditIR.model_validate(read_json(bundle / "ir.json"))
+    tables = read_tables(bundle)
+    run_info = read_json(bundle / "run.json")
+    res, derived, ctx = compute(ir, tables, progress=progress)
+    excl = _exclusions(ctx, tables["exclusions"])
+    tdir = bundle / "tables"
+    tdir.mkdir(parents=True, exist_ok=True)
+    names = {}
+    for name, df in derived.items():
+        df.to_parquet(tdir / f"{name}.parquet", index=False)
+        names[name] = f"tables/{name}.parquet"
+    excl.to_parquet(tdir / "exclusions.parquet", index=False)
+    n_excl = excl.groupby("arm").size().to_dict() if len(excl) else {}
+    arms = {}
+    for name, arm in ir.arms.items():
+        a = ctx.arm(name)
+        arms[name] = {"kind": arm.kind, "source": arm.source, "n_images": a.n_images, "n_clusters": a.n_clusters,
+                      "n_excluded": int(n_excl.get(name, 0))}
+    from scoreaudit.stats.provenance import package_versions
+
+    _v = package_versions().get("scoreaudit", "0+unknown")
+    results = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "scoreaudit", "version": _v},
+        "title": ir.settings.title,
+        "spec": spec_info(bundle, ir),
+        "lock": lock_info(bundle, run_info),
+        "settings": ir.settings.model_dump(mode="json"),
+        "environment": environment(ir, run_info),
+        "plan": plan_info(bundle),
+        "arms": arms,
+        "exclusions": excl.to_dict(orient="records"),
+        "hypotheses": [{**h, "cells": [c for c in res["cells"] if c["id"] in h["cells"]]} for h in res["hypotheses"]],
+        "cells": res["cells"],
+        "verdicts": res["verdicts"],
+        "validations": res["validations"],
+        "sections": res["sections"],
+        "tables": {**names, "exclusions": "tables/exclusions.parquet"},
+        "precomputed": run_info.get("precomputed", []),
+        "bundle": str(bundle),
+    }
+    results = clean(results)
+    (bundle / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False), encoding="utf-8")
+    return results

@@ -1,0 +1,133 @@
+"""Artifact control: Δscore = β_attr·Δmeasure + β_art·covariate + image fixed effects (METHODS).
+
+The image fixed effects are absorbed by the within transformation (demeaning
+every column per image), which gives exactly the coefficients of OLS with one
+dummy per image. The cluster-robust covariance is statsmodels'
+``cov_type="cluster"`` one, including its small-sample correction
+``G/(G−1) · (N−1)/(N−K)`` where K counts the absorbed dummies too (K = p +
+number of images), so the SEs equal statsmodels-with-dummies to rounding.
+Inference uses t with G − 1 degrees of freedom (statsmodels' ``use_t=True``
+for clustered covariances).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scoreaudit.compiler.ir import StatCallIR
+from scoreaudit.stats.context import StatContext, StatError, _dose_index
+from scoreaudit.stats.estimate import Estimate, estimator
+
+
+@dataclass(frozen=True)
+class FEResult:
+    params: np.ndarray
+    bse: np.ndarray
+    cov: np.ndarray
+    nobs: int
+    n_groups: int
+    n_fe: int
+
+
+def fe_ols_cluster(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndarray) -> FEResult:
+    """OLS of y on X with fixed effects `fe` (integer codes), cluster-robust by `groups`."""
+    y = np.asarray(y, float)
+    X = np.asarray(X, float).reshape(len(y), -1)
+    _, fe_codes = np.unique(fe, return_inverse=True)
+    n_fe = int(fe_codes.max()) + 1 if len(fe_codes) else 0
+    cnt = np.bincount(fe_codes, minlength=n_fe).astype(float)
+
+    def demean(v):
+        if v.ndim == 1:
+            return v - (np.bincount(fe_codes, v, minlength=n_fe) / cnt)[fe_codes]
+        means = np.stack([np.bincount(fe_codes, v[:, k], minlength=n_fe) for k in range(v.shape[1])], 1)
+        return v - (means / cnt[:, None])[fe_codes]
+
+    yt, Xt = demean(y), demean(X)
+    XtX = Xt.T @ Xt
+    bread = np.linalg.pinv(XtX)
+    beta = bread @ (Xt.T @ yt)
+    resid = yt - Xt @ beta
+    _, g_codes = np.unique(groups, return_inverse=True)
+    G = int(g_codes.max()) + 1
+    scores = np.zeros((G, Xt.shape[1]))
+    np.add.at(scores, g_codes, Xt * resid[:, None])
+    meat = scores.T @ scores
+    N, K = len(y), Xt.shape[1] + n_fe
+    corr = (G / (G - 1)) * ((N - 1) / (N - K)) if G > 1 and N > K else float("nan")
+    cov = corr * bread @ meat @ bread
+    return FEResult(beta, np.sqrt(np.diag(cov)), cov, N, G, n_fe)
+
+
+def _design(ctx: StatContext, arm, scorer: str, operator: str, measure: str | None, covariates: list[str]):
+    a = ctx.arm(arm)
+    op = ctx.operator(operator)
+    doses, D = ctx.deltas(a, scorer, operator)
+    j0 = _dose_index(doses, op.identity)
+    cols, names = [], []
+    if measure:
+        mdoses, M = ctx.measure_matrix(a, operator, measure)
+        if M.shape[1] == 0:
+            raise StatError(f"no values of measure {measure!r} under {operator!r} on arm {a.name!r}")
+        M = _align(M, mdoses, doses)
+        m0 = M[:, [j0]] if j0 is not None else np.full((a.n_images, 1), np.nan)
+        cols.append(M - m0)
+        names.append(measure)
+    for cov in covariates:
+        cdoses, Cm = ctx.measure_matrix(a, operator, cov)
+        if Cm.shape[1] == 0:
+            raise StatError(f"no values of covariate {cov!r} under {operator!r} on arm {a.name!r}")
+        cols.append(_align(Cm, cdoses, doses))
+        names.append(cov)
+    if not cols:
+        raise StatError("the regression needs a measure or a covariate")
+    keep = np.array([j != j0 for j in range(len(doses))])
+    img = np.repeat(np.arange(a.n_images), keep.sum())
+    y = D[:, keep].ravel()
+    X = np.column_stack([c[:, keep].ravel() for c in cols])
+    ok = np.isfinite(y) & np.isfinite(X).all(1)
+    return y[ok], X[ok], img[ok], a.codes[img[ok]], names
+
+
+def _align(M: np.ndarray, mdoses: np.ndarray, doses: np.ndarray) -> np.ndarray:
+    out = np.full((M.shape[0], len(doses)), np.nan)
+    for j, d in enumerate(doses):
+        k = _dose_index(mdoses, d)
+        if k is not None:
+            out[:, j] = M[:, k]
+    return out
+
+
+def _regression_estimate(ctx, arm, scorer, operator, measure, covariates, target: str) -> Estimate:
+    y, X, img, grp, names = _design(ctx, arm, scorer, operator, measure, covariates)
+    if len(np.unique(grp)) < 2 or len(y) <= X.shape[1] + len(np.unique(img)):
+        raise StatError(f"too few usable rows for the regression under {operator!r}")
+    if np.any(np.ptp(X, axis=0) == 0):
+        raise StatError(f"a regressor is constant under {operator!r} (it cannot be estimated)")
+    r = fe_ols_cluster(y, X, img, grp)
+    k = names.index(target)
+    det = {"coefficients": dict(zip(names, r.params.tolist())), "se": dict(zip(names, r.bse.tolist())),
+           "nobs": r.nobs, "n_clusters": r.n_groups, "n_images": r.n_fe, "operator": operator}
+    return Estimate(float(r.params[k]), "normal", se=float(r.bse[k]), df=float(r.n_groups - 1), detail=det)
+
+
+def _as_list(v) -> list[str]:
+    if v is None:
+        return []
+    return [v] if isinstance(v, str) else list(v)
+
+
+@estimator("attribute_effect")
+def attribute_effect(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
+    p = call.params
+    return _regression_estimate(ctx, arm, scorer, p["operator"], p["measure"], _as_list(p.get("controlling")),
+                                p["measure"])
+
+
+@estimator("artifact_effect")
+def artifact_effect(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
+    p = call.params
+    return _regression_estimate(ctx, arm, scorer, p["operator"], p.get("measure"), [p["covariate"]],
+                                p["covariate"])

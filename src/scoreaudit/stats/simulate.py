@@ -1,0 +1,238 @@
+"""Design diagnosis (`scoreaudit simulate`): planted scorers on the audit's own structure.
+
+Every scorer is replaced by a planted scorer whose truth comes from `--truth`
+(JSON: {scorer or "*": {fidelity, asymmetry, noise, placebo, slope_by, slope,
+arms: {arm: {...}}, strata: {"col=level": {...}}}}) or from the scorer's own
+`planted(...)` arguments; a scorer with neither gets the null truth
+(no effect, noise 1). The arms keep their structure: cluster count, images per
+cluster (rounded mean) and stratum levels from the manifests when readable,
+else DEFAULT_SHAPES. Each replication draws new tables (stats.planted), a new
+bootstrap seed, and runs the same cell statistics and outcome rules as `run`.
+
+Per cell it reports: the true value (where the planted model implies one),
+whether the hypothesis is true, mean estimate and bias, coverage of the truth
+by the (1 − alpha) interval, and the shares supported/refuted — power when the
+hypothesis is true, false-positive rate when it is false.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from scoreaudit.compiler.ir import AuditIR, CellIR, StatCallIR
+from scoreaudit.stats.context import StatContext
+from scoreaudit.stats.engine import evaluate_cells
+from scoreaudit.stats.estimate import ESTIMATORS
+from scoreaudit.stats.planted import ArmShape, MeasureModel, planted_tables, truth_for
+
+DEFAULT_SHAPES = {"real": (200, 1), "synthetic": (50, 4)}  # (clusters, images per cluster) by arm kind
+DEFAULT_STRATA = ("s1", "s2", "s3")
+
+TrueFn = Callable[[AuditIR, StatCallIR, dict, MeasureModel, float], "float | None"]
+TRUE_VALUES: dict[str, TrueFn] = {}
+
+
+def true_value(name: str):
+    def deco(fn: TrueFn) -> TrueFn:
+        TRUE_VALUES[name] = fn
+        return fn
+    return deco
+
+
+def _offsets(op) -> tuple[np.ndarray, float]:
+    d = np.array(op.doses) - op.identity
+    tmax = float(np.max(np.abs(d))) or 1.0
+    return d[d > 1e-9], tmax
+
+
+@true_value("fidelity_index")
+def _tv_fi(ir, call, t, model, scale):
+    op = ir.operators[call.params["operator"]]
+    pos, tmax = _offsets(op)
+    mult = t["placebo"] if op.placebo_of else 1.0
+    return t["fidelity"] * mult * float(np.mean((pos / tmax) ** 2)) / scale
+
+
+@true_value("asymmetry")
+def _tv_asym(ir, call, t, model, scale):
+    op = ir.operators[call.params["operator"]]
+    pos, tmax = _offsets(op)
+    mult = t["placebo"] if op.placebo_of else 1.0
+    slope = 0.0 if op.placebo_of or not t.get("slope_by") else t["slope"] * model.slope * float(np.mean(pos))
+    return (t["asymmetry"] * mult * float(np.mean(pos / tmax)) + slope) / scale
+
+
+@true_value("placebo_ratio")
+def _tv_ratio(ir, call, t, model, scale):
+    return 1.0 / t["placebo"] if t["fidelity"] != 0 and t["placebo"] != 0 else None
+
+
+@true_value("attribute_effect")
+def _tv_attr(ir, call, t, model, scale):
+    if t["fidelity"] or t["asymmetry"]:
+        return None
+    return (t["slope"] if t.get("slope_by") == call.params["measure"] else 0.0) / scale
+
+
+@true_value("net_drift")
+def _tv_drift(ir, call, t, model, scale):
+    return 0.0 if not (t["fidelity"] or t["asymmetry"] or t["slope"]) else None
+
+
+def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
+    if isinstance(truth, (str, Path)):
+        return json.loads(Path(truth).read_text(encoding="utf-8"))
+    if isinstance(truth, Mapping):
+        return dict(truth)
+    out = {}
+    for name, s in ir.scorers.items():
+        out[name] = dict(s.call.params) if s.call.plugin == "planted" else {"noise": 1.0}
+    return out
+
+
+def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
+    """Cluster count, images per cluster and strata of every images arm (manifests when readable)."""
+    shapes = {}
+    for name, arm in sorted(ir.arms.items()):
+        if arm.source != "images":
+            continue
+        n_c, per = DEFAULT_SHAPES[arm.kind]
+        strata = {s: DEFAULT_STRATA for s in arm.strata}
+        man = arm.call.params.get("manifest")
+        if man and spec_path is not None:
+            p = Path(spec_path).parent / man
+            try:
+                df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+                col = arm.cluster
+                n_c = int(df[col].nunique()) if col and col in df else len(df)
+                per = max(1, round(len(df) / max(n_c, 1)))
+                strata = {s: tuple(sorted(df[s].dropna().astype(str).unique())) or DEFAULT_STRATA
+                          for s in arm.strata if s in df} | {s: DEFAULT_STRATA for s in arm.strata if s not in df}
+            except (OSError, ValueError, KeyError):
+                pass
+        shapes[name] = ArmShape(n_c, per, strata)
+    return shapes
+
+
+def _hyp_true(cell: CellIR, truth: float | None) -> bool | None:
+    if truth is None or not math.isfinite(truth):
+        return None
+    t = cell.test
+    if t.kind == "greater":
+        return truth > t.threshold
+    if t.kind == "less":
+        return truth < t.threshold
+    if t.kind == "equivalence":
+        return t.low < truth < t.high
+    return None
+
+
+def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, ArmShape],
+                   n_boot: int | None = None, model: MeasureModel = MeasureModel(), progress: bool = False,
+                   seed: int | None = None) -> list[dict]:
+    """Rows per cell: truth, hypothesis truth, bias, coverage, power/false-positive rate."""
+    base_seed = ir.settings.seed if seed is None else seed
+    cells = [c for c in ir.cells() if all(a in shapes for a in (c.arms or (c.arm,)) if a)
+             and c.statistic.name in ESTIMATORS]
+    est_rows: dict[str, list[tuple]] = {c.id: [] for c in cells}
+    bar = None
+    if progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        bar = Progress(TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                       transient=True)
+        bar.start()
+        task = bar.add_task("simulate", total=reps)
+    for r in range(reps):
+        rseed = int(np.random.SeedSequence([int(base_seed) % (2**63), 0x51, r]).generate_state(1)[0])
+        tables = planted_tables(ir, shapes, truth, seed=rseed, model=model, sort=False)
+        ir_r = ir.model_copy(update={"settings": ir.settings.model_copy(update={"seed": rseed})})
+        ctx = StatContext(ir_r, tables, n_boot=n_boot)
+        for c in evaluate_cells(ctx, cells):
+            lo, hi = c["_est"].interval(1 - ir.settings.alpha)
+            est_rows[c["id"]].append((c["estimate"], lo, hi, c["outcome"]))
+        if bar is not None:
+            bar.update(task, advance=1)
+    if bar is not None:
+        bar.stop()
+    out = []
+    for cell in cells:
+        t = truth_for(truth, cell.scorer, cell.arm)
+        scale = 1.0 if ir.settings.scale == "raw" else math.sqrt(1.0 + t["noise"] ** 2)
+        fn = TRUE_VALUES.get(cell.statistic.name)
+        tv = fn(ir, cell.statistic, t, model, scale) if fn and cell.arm else None
+        ht = _hyp_true(cell, tv)
+        rows = est_rows[cell.id]
+        est = np.array([x[0] for x in rows], float)
+        lo = np.array([x[1] for x in rows], float)
+        hi = np.array([x[2] for x in rows], float)
+        outc = [x[3] for x in rows]
+        share = {o: outc.count(o) / len(outc) for o in ("supported", "refuted", "inconclusive")}
+        fin = np.isfinite(lo) & np.isfinite(hi)
+        cover = float(np.mean((lo[fin] <= tv) & (tv <= hi[fin]))) if tv is not None and fin.any() else None
+        ok = np.isfinite(est)
+        out.append({"cell": cell.id, "statistic": cell.statistic.name, "claim": cell.test.text, "reps": len(rows),
+                    "truth": tv, "hypothesis_true": ht,
+                    "mean_estimate": float(est[ok].mean()) if ok.any() else None,
+                    "bias": float(est[ok].mean() - tv) if tv is not None and ok.any() else None,
+                    "coverage": cover, "ci_level": 1 - ir.settings.alpha,
+                    "supported": share["supported"], "refuted": share["refuted"],
+                    "inconclusive": share["inconclusive"],
+                    "power": share["supported"] if ht is True else None,
+                    "false_positive_rate": share["supported"] if ht is False else None})
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def render_table(rows: list[dict]) -> str:
+    cols = ("cell", "truth", "hypothesis_true", "mean_estimate", "bias", "coverage", "power",
+            "false_positive_rate", "supported", "refuted")
+    heads = ("cell", "truth", "H true", "mean est", "bias", "coverage", "power", "FPR", "supported", "refuted")
+    data = [[_fmt(r[c]) for c in cols] for r in rows]
+    widths = [max(len(h), *(len(d[k]) for d in data)) if data else len(h) for k, h in enumerate(heads)]
+    line = "  ".join(h.ljust(w) for h, w in zip(heads, widths))
+    out = [line, "-" * len(line)]
+    out += ["  ".join(v.ljust(w) for v, w in zip(d, widths)) for d in data]
+    return "\n".join(out)
+
+
+def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=None, progress: bool = True,
+             n_boot: int | None = None) -> str:
+    """Run the design diagnosis; return a printable table (and write CSV + JSON when `out` is given)."""
+    tr = load_truth(ir, truth)
+    shapes = arm_shapes(ir, Path(spec_path) if spec_path else None)
+    rows = run_simulation(ir, reps, tr, shapes, n_boot=n_boot, progress=progress)
+    table = render_table(rows)
+    if out:
+        o = Path(out)
+        base = o.with_suffix("") if o.suffix in (".csv", ".json") else o / "simulation"
+        base.parent.mkdir(parents=True, exist_ok=True)
+        from scoreaudit.stats.provenance import clean
+
+        meta = {"reps": reps, "truth": tr, "shapes": {k: {"n_clusters": v.n_clusters, "per_cluster": v.per_cluster,
+                                                          "strata": {s: list(l) for s, l in v.strata.items()}}
+                                                      for k, v in shapes.items()}, "cells": rows}
+        base.with_suffix(".json").write_text(json.dumps(clean(meta), indent=2), encoding="utf-8")
+        with base.with_suffix(".csv").open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["cell"])
+            w.writeheader()
+            w.writerows(rows)
+    header = (f"design diagnosis: {reps} replications, arms "
+              + ", ".join(f"{k} ({v.n_clusters} clusters × {v.per_cluster})" for k, v in shapes.items()))
+    return header + "\n" + table

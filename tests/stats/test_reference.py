@@ -1,0 +1,197 @@
+"""Reference tests: every number against a hand computation, scipy or statsmodels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from scoreaudit.compiler.ir import StatCallIR
+from scoreaudit.compiler.ir import TestIR as CellTest
+from scoreaudit.stats.bootstrap import arm_rng
+from scoreaudit.stats.context import StatContext
+from scoreaudit.stats.engine import compute
+from scoreaudit.stats.outcomes import adjust, number_outcome
+from scoreaudit.stats.planted import ArmShape, planted_tables
+from scoreaudit.stats.regression import fe_ols_cluster
+from scoreaudit.stats.validity import validity_numbers
+
+from stats_helpers import with_settings
+
+TRUTH = {"*": {"fidelity": 0.4, "asymmetry": 0.2, "noise": 0.5}}
+
+
+@pytest.fixture(scope="module")
+def small(skin_ir):
+    ir = with_settings(skin_ir, bootstrap=300)
+    tables = planted_tables(ir, {"real": ArmShape(12, 1, {"race": ("A", "B")}), "synthetic": ArmShape(6, 3)},
+                            TRUTH, seed=5)
+    return ir, tables
+
+
+def _hand_contrasts(ir, tables, arm, scorer, operator):
+    """FI_i and A_i by pandas joins (independent of the engine's matrix code), then cluster means."""
+    s = tables["scores"]
+    s = s[(s.arm == arm) & (s.scorer == scorer) & (s.operator == operator)]
+    base = s[s.dose == 0].set_index("image_id")["score"]
+    sd = np.std(tables["scores"].query("arm == @arm and scorer == @scorer and operator == 'original'")["score"], ddof=1)
+    fi, asym = {}, {}
+    for img, g in s.groupby("image_id"):
+        d = g.set_index("dose")["score"] - base[img]
+        d = d / sd
+        ts = [5.0, 10.0, 15.0]
+        fi[img] = -np.mean([(d[t] + d[-t]) / 2 for t in ts])
+        asym[img] = np.mean([(d[t] - d[-t]) / 2 for t in ts])
+    imgs = tables["images"][tables["images"].arm == arm].set_index("image_id")["cluster"]
+    df = pd.DataFrame({"fi": pd.Series(fi), "a": pd.Series(asym), "cluster": imgs})
+    cm = df.groupby("cluster")[["fi", "a"]].mean().sort_index()
+    return cm, sd
+
+
+@pytest.mark.parametrize("arm", ["real", "synthetic"])
+def test_fi_asymmetry_and_tests_match_hand_computation(small, arm):
+    ir, tables = small
+    ctx = StatContext(ir, tables)
+    cm, _ = _hand_contrasts(ir, tables, arm, "pick", "light")
+    fi = ctx.evaluate(StatCallIR(name="fidelity_index", version="1", params={"operator": "light"}), arm, "pick")
+    a = ctx.evaluate(StatCallIR(name="asymmetry", version="1", params={"operator": "light"}), arm, "pick")
+    assert fi.estimate == pytest.approx(cm["fi"].mean(), abs=1e-12)
+    assert a.estimate == pytest.approx(cm["a"].mean(), abs=1e-12)
+    np.testing.assert_allclose(fi.contrasts, cm["fi"].to_numpy(), atol=1e-12)
+    # t-test over cluster means, against scipy
+    assert fi.p_greater(0.0) == pytest.approx(stats.ttest_1samp(cm["fi"], 0, alternative="greater").pvalue, abs=1e-8)
+    assert a.p_less(0.05) == pytest.approx(stats.ttest_1samp(cm["a"], 0.05, alternative="less").pvalue, abs=1e-8)
+    # the bootstrap: one index matrix per arm, replicate b = mean of the drawn clusters' means
+    C = len(cm)
+    idx = arm_rng(ir.settings.seed, arm).integers(0, C, size=(ir.settings.bootstrap, C))
+    manual = np.array([cm["fi"].to_numpy()[row].mean() for row in idx])
+    np.testing.assert_allclose(fi.boot, manual, atol=1e-12)
+    lo, hi = fi.interval(0.95)
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(manual, [0.025, 0.975])), abs=1e-12)
+
+
+def test_wilcoxon_setting_matches_scipy(small):
+    ir, tables = small
+    ctx = StatContext(with_settings(ir, test="wilcoxon"), tables)
+    cm, _ = _hand_contrasts(ir, tables, "real", "laion", "light")
+    fi = ctx.evaluate(StatCallIR(name="fidelity_index", version="1", params={"operator": "light"}), "real", "laion")
+    assert fi.p_greater(0.1) == pytest.approx(stats.wilcoxon(cm["fi"] - 0.1, alternative="greater").pvalue, abs=1e-8)
+
+
+def test_curve_matches_hand_computation(small):
+    ir, tables = small
+    res, derived, ctx = compute(ir, tables)
+    s = tables["scores"]
+    s = s[(s.arm == "synthetic") & (s.scorer == "ir") & (s.operator == "light")]
+    _, sd = _hand_contrasts(ir, tables, "synthetic", "ir", "light")
+    wide = s.pivot(index="image_id", columns="dose", values="score")
+    delta = wide.sub(wide[0.0], axis=0) / sd
+    cl = tables["images"].set_index("image_id")["cluster"]
+    expect = delta.groupby(cl.reindex(delta.index)).mean().mean()
+    got = derived["curves"].query("arm == 'synthetic' and scorer == 'ir' and operator == 'light'")
+    np.testing.assert_allclose(got["mean"].to_numpy(), expect.to_numpy(), atol=1e-12)
+
+
+def test_fe_regression_matches_statsmodels_with_dummies():
+    rng = np.random.default_rng(0)
+    n_img, per, G = 40, 6, 13
+    img = np.repeat(np.arange(n_img), per)
+    grp = img % G
+    X = rng.normal(size=(len(img), 2))
+    y = 0.7 * X[:, 0] - 0.3 * X[:, 1] + rng.normal(size=n_img)[img] + rng.normal(size=len(img))
+    r = fe_ols_cluster(y, X, img, grp)
+    D = (img[:, None] == np.arange(n_img)[None, :]).astype(float)
+    fit = sm.OLS(y, np.column_stack([X, D])).fit(cov_type="cluster", cov_kwds={"groups": grp}, use_t=True)
+    np.testing.assert_allclose(r.params, fit.params[:2], atol=1e-8)
+    np.testing.assert_allclose(r.bse, fit.bse[:2], atol=1e-8)
+    from scoreaudit.stats.estimate import Estimate
+
+    e = Estimate(float(r.params[0]), "normal", se=float(r.bse[0]), df=G - 1)
+    two_sided = 2 * min(e.p_greater(0.0), e.p_less(0.0))
+    assert two_sided == pytest.approx(fit.pvalues[0], abs=1e-8)
+
+
+def test_attribute_effect_cell_matches_statsmodels(body_ir):
+    tables = planted_tables(body_ir, {"bodies": ArmShape(15, 2)},
+                            {"*": {"slope_by": "width", "slope": 0.8, "noise": 0.3}}, seed=3)
+    ctx = StatContext(body_ir, tables)
+    call = body_ir.cells()[0].statistic
+    est = ctx.evaluate(call, "bodies", "laion")
+    # independent build of the design with pandas, then statsmodels with dummies
+    s = tables["scores"].query("arm == 'bodies' and scorer == 'laion' and operator == 'widen'")
+    m = tables["measures"].query("arm == 'bodies' and operator == 'widen'")
+    w = m[m.name == "width"].set_index(["image_id", "dose"])["value"]
+    c = m[m.name == "deformation"].set_index(["image_id", "dose"])["value"]
+    sc = s.set_index(["image_id", "dose"])["score"]
+    sd = np.std(tables["scores"].query("arm == 'bodies' and scorer == 'laion' and operator == 'original'")["score"], ddof=1)
+    df = pd.DataFrame({"s": sc, "w": w, "c": c}).reset_index()
+    base = df[df.dose == 1.0].set_index("image_id")
+    df = df[df.dose != 1.0]
+    df["y"] = (df.s - base.loc[df.image_id, "s"].to_numpy()) / sd
+    df["dw"] = df.w - base.loc[df.image_id, "w"].to_numpy()
+    clusters = tables["images"].set_index("image_id")["cluster"]
+    dummies = pd.get_dummies(df.image_id).astype(float)
+    fit = sm.OLS(df.y.to_numpy(), np.column_stack([df[["dw", "c"]].to_numpy(), dummies.to_numpy()])).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters.loc[df.image_id])[0]})
+    assert est.estimate == pytest.approx(fit.params[0], abs=1e-8)
+    assert est.se == pytest.approx(fit.bse[0], abs=1e-8)
+
+
+@pytest.mark.parametrize("method,sm_name", [("bh", "fdr_bh"), ("by", "fdr_by"), ("holm", "holm"),
+                                             ("bonferroni", "bonferroni")])
+def test_q_values_match_multipletests(method, sm_name):
+    p = np.random.default_rng(1).uniform(0, 0.2, 17)
+    q = adjust(list(p) + [float("nan")], method, 0.05)
+    np.testing.assert_allclose(q[:-1], multipletests(p, alpha=0.05, method=sm_name)[1], atol=1e-12)
+    assert np.isnan(q[-1])
+    assert adjust([0.2, 0.01], "none", 0.05) == [0.2, 0.01]
+
+
+def test_outcome_rule():
+    from scoreaudit.stats.estimate import Estimate
+
+    boot = np.linspace(-0.5, -0.1, 1001)  # entirely below 0
+    e = Estimate(-0.3, "bootstrap", boot=boot)
+    gt = CellTest(kind="greater", threshold=0.0, text="x > 0")
+    assert e.p_greater(0.0) == pytest.approx(1.0)
+    assert number_outcome(e, gt, 1.0, 0.05) == "refuted"
+    eq = CellTest(kind="equivalence", low=-0.05, high=0.05, text="abs(x) < 0.05")
+    assert number_outcome(e, eq, 1.0, 0.05) == "refuted"
+    assert number_outcome(e, CellTest(kind="less", threshold=0.0, text="x < 0"), 0.001, 0.05) == "supported"
+    wide = Estimate(0.0, "bootstrap", boot=np.linspace(-1, 1, 1001))
+    assert number_outcome(wide, gt, 0.5, 0.05) == "inconclusive"
+    # bootstrap p inverts the percentile bound: p <= alpha iff the one-sided bound is above t
+    p = Estimate(0.3, "bootstrap", boot=np.linspace(0.01, 0.6, 999)).p_greater(0.0)
+    assert p == pytest.approx(1 / 1000)
+
+
+def test_validity_r2_matches_linregress(small):
+    ir, tables = small
+    ctx = StatContext(ir, tables)
+    v = validity_numbers(ctx, "real", "light", "ita")
+    m = tables["measures"].query("arm == 'real' and operator == 'light' and name == 'ita'")
+    w = m.pivot(index="image_id", columns="dose", values="value")
+    d = w.sub(w[0.0], axis=0).drop(columns=[0.0])
+    x = np.tile(d.columns.to_numpy(), len(d))
+    lr = stats.linregress(x, d.to_numpy().ravel())
+    assert v["r2"] == pytest.approx(lr.rvalue ** 2, abs=1e-10)
+    inc = (np.diff(w.to_numpy(), axis=1) > 0).all(1)
+    assert v["monotonic"] == pytest.approx(inc.mean())
+
+
+def test_homogeneity_omnibus_matches_scipy_kruskal_and_anova(small, skin_ir):
+    ir, tables = small
+    ctx = StatContext(ir, tables)
+    cell = next(c for c in ir.cells() if c.hypothesis == "H6" and c.scorer == "hps")
+    est = ctx.evaluate(cell.statistic, "real", "hps")
+    cm, _ = _hand_contrasts(ir, tables, "real", "hps", "light")
+    race = tables["images"].query("arm == 'real'").set_index("cluster")["race"]
+    groups = [cm["fi"][race.reindex(cm.index) == lv].to_numpy() for lv in ("A", "B")]
+    assert est.p_fixed == pytest.approx(stats.kruskal(*groups).pvalue, abs=1e-8)
+    anova = cell.statistic.model_copy(update={"params": {**cell.statistic.params, "test": "anova"}})
+    assert ctx.evaluate(anova, "real", "hps").p_fixed == pytest.approx(stats.f_oneway(*groups).pvalue, abs=1e-8)
+    lc = est.detail["largest_contrast"]
+    assert lc["p"] == pytest.approx(stats.ttest_ind(groups[0], groups[1], equal_var=False).pvalue, abs=1e-8)
