@@ -72,16 +72,19 @@ class Preprocess:
             return x
         return F.interpolate(x, size=(h, w), mode=self.interpolation, align_corners=False, antialias=True)
 
-    def one(self, img: np.ndarray, device: str) -> torch.Tensor:
-        """uint8 H×W×3 → float32 3×crop×crop, normalised."""
+    @staticmethod
+    def _as_rgb(img: np.ndarray) -> np.ndarray:
         arr = np.asarray(img)
         if arr.ndim == 2:
             arr = np.repeat(arr[:, :, None], 3, axis=2)
         if arr.ndim != 3 or arr.shape[2] not in (3, 4) or arr.dtype != np.uint8:
             raise ValueError(f"expected a uint8 H×W×3 RGB image, got {arr.dtype} {arr.shape}")
-        arr = arr[:, :, :3]
-        x = torch.from_numpy(np.ascontiguousarray(arr)).to(device).permute(2, 0, 1)[None].float()
-        h, w = arr.shape[:2]
+        return arr[:, :, :3]
+
+    def group(self, arrs: Sequence[np.ndarray], device: str) -> torch.Tensor:
+        """Same-sized uint8 H×W×3 images → float32 N×3×crop×crop, normalised (one resize call per group)."""
+        x = torch.from_numpy(np.stack(arrs)).to(device).permute(0, 3, 1, 2).float()  # np.stack copies
+        h, w = arrs[0].shape[:2]
         if self.mode == "longest_pad":
             x = x / 255.0
             scale = self.size / float(max(h, w))
@@ -116,10 +119,21 @@ class Preprocess:
             x = x[..., top : top + c, left : left + c]
         mean = torch.tensor(self.mean, device=device).view(1, 3, 1, 1)
         std = torch.tensor(self.std, device=device).view(1, 3, 1, 1)
-        return ((x - mean) / std)[0]
+        return (x - mean) / std
+
+    def one(self, img: np.ndarray, device: str) -> torch.Tensor:
+        return self.group([self._as_rgb(img)], device)[0]
 
     def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
-        return torch.stack([self.one(im, device) for im in images]).to(dtype)
+        """Images of one shape are resized together (an audit's variants share their base image's size)."""
+        arrs = [self._as_rgb(im) for im in images]
+        by_shape: dict[tuple, list[int]] = {}
+        for i, a in enumerate(arrs):
+            by_shape.setdefault(a.shape, []).append(i)
+        out = torch.empty((len(arrs), 3, self.crop, self.crop), device=device, dtype=torch.float32)
+        for idx in by_shape.values():
+            out[idx] = self.group([arrs[i] for i in idx], device)
+        return out.to(dtype)
 
 
 def chunks(n: int, size: int):

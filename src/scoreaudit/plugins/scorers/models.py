@@ -97,6 +97,8 @@ class _ModelScorer:
     def score(self, images: Sequence[np.ndarray], prompts: Sequence[str] | None, items=None) -> np.ndarray:
         if len(images) == 0:
             return np.empty(0, dtype=np.float64)
+        if prompts is None and isinstance(getattr(self.params, "prompt", None), str):
+            prompts = [self.params.prompt] * len(images)  # a fixed prompt the runtime did not expand
         return self.impl.score(list(images), None if prompts is None else list(prompts))
 
 
