@@ -48,6 +48,18 @@ def check(path: str | Path, source: str | None = None) -> Checked:
     ir = None
     if module is not None and not has_errors(diags):
         ir, more = _check(module, source, path)
+        from scoreaudit.compiler.coverage import uses_precomputed
+
+        if ir is not None and not has_errors(more) and Path(path).is_file() and uses_precomputed(ir):
+            # Precomputed tables: every (image, operator, dose, scorer) a hypothesis needs must be
+            # present before anything runs.
+            from scoreaudit.runtime.precomputed import check_precomputed
+
+            spec_dir = Path(path).resolve().parent
+            pre, _ = check_precomputed(ir, spec_dir, root=spec_dir)
+            more = list(more) + list(pre)
+            if has_errors(pre):
+                ir = None
         diags = list(diags) + list(more)
     return Checked(path=path, source=source, diagnostics=list(diags), ir=ir)
 

@@ -6,7 +6,8 @@ them. Codes are stable and documented in `spec/diagnostics.md`:
 
 - E01xx syntax (grammar), E02xx names and declarations, E03xx types and
   arguments, E04xx doses and operators, E05xx arms and data requirements,
-  E06xx hypotheses, E07xx run-time input (manifests, images, tables),
+  E06xx hypotheses, E07xx run-time input (manifests, images), E08xx
+  precomputed score/measure tables,
   W.... warnings with the same grouping.
 """
 

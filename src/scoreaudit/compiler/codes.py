@@ -53,6 +53,9 @@ def _g(code: str, title: str, cause: str, fix: str, example: str = "") -> Code:
     return Code(code, title, cause, fix, example, stage="grammar")
 
 
+from scoreaudit.compiler.coverage import PRECOMPUTED_CODES  # noqa: E402  (light: ir + diagnostics only)
+
+
 def _r(code: str, title: str, cause: str, fix: str) -> Code:
     return Code(code, title, cause, fix, "", stage="runtime")
 
@@ -238,6 +241,8 @@ CATALOGUE: tuple[Code, ...] = (
     _r("E0708", "empty id or path", "A manifest row has no id or no path.", "Fill in the value or drop the row."),
     _r("E0720", "cache file unusable", "The cache file is not a scoreaudit SQLite cache (another file, another "
        "schema).", "Move the file away or pass another `--cache PATH`."),
+    # E08xx: precomputed score and measure tables (spec/precomputed.md)
+    *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("E")),
     # ------------------------------------------------------------ warnings
     Code("W0401", "identity dose added", "The doses omit the operator's identity; it is added because the "
          "unaltered image is always scored.", "Add the identity dose to the list.",
@@ -252,6 +257,7 @@ CATALOGUE: tuple[Code, ...] = (
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),
+    *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("W")),
 )
 
 BY_CODE: dict[str, Code] = {c.code: c for c in CATALOGUE}

@@ -252,7 +252,7 @@ def diagnostics_reference() -> str:
            "Every diagnostic is rendered `path:line:col: error[CODE]: message`, the source line, carets under",
            "the span, and `help:`; `scoreaudit check --format json` gives the same list as JSON.",
            "Codes: E00xx internal, E01xx syntax, E02xx names and declarations, E03xx arguments and types,",
-           "E04xx doses and operators, E05xx arm requirements, E06xx hypotheses, E07xx run-time input",
+           "E04xx doses and operators, E05xx arm requirements, E06xx hypotheses, E07xx run-time input, E08xx precomputed tables",
            "(the E07xx range belongs to the runtime), W… warnings grouped the same way.", ""]
     stage_titles = {"grammar": "syntax", "compiler": "checker", "runtime": "run time"}
     for c in CATALOGUE:
