@@ -12,7 +12,7 @@ import pytest
 from scoreaudit.compiler.codes import BY_CODE, CATALOGUE
 from scoreaudit.diagnostics import render_all
 
-from conftest import ROOT, check_text, golden
+from compiler_testutil import ROOT, check_text, golden
 
 INVALID = ROOT / "tests" / "compiler" / "invalid"
 FILES = sorted(INVALID.glob("*.audit"))

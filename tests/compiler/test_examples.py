@@ -11,7 +11,7 @@ import pytest
 from scoreaudit import api
 from scoreaudit.compiler.plan import build_plan, render_plan
 
-from conftest import EXAMPLES, ROOT, golden
+from compiler_testutil import EXAMPLES, ROOT, golden
 
 GOLDEN = ROOT / "tests" / "compiler" / "golden"
 NORMATIVE = ["skin_tone", "body_warp", "cross_image"]

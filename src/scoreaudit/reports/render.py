@@ -93,7 +93,12 @@ def _refuse_fetch(url: str, *args: Any, **kwargs: Any):
 
 def write_pdf(html: str, out: Path) -> Path:
     try:
+        from PIL import ImageFile
+
+        strict = ImageFile.LOAD_TRUNCATED_IMAGES
         from weasyprint import HTML
+
+        ImageFile.LOAD_TRUNCATED_IMAGES = strict  # weasyprint flips this process-wide on import
     except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
         raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
     HTML(string=html, url_fetcher=_refuse_fetch).write_pdf(out)

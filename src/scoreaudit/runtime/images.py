@@ -260,8 +260,11 @@ def _too_big(width: int, height: int, max_pixels: int) -> str:
 
 def decode_image(path: str | Path, max_pixels: int = 89_478_485) -> np.ndarray:
     """Decode one file to uint8 H×W×3 sRGB, or raise `ImageFailure(stage="decode")`."""
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
+    # WeasyPrint sets Pillow's process-wide LOAD_TRUNCATED_IMAGES = True on import; a truncated
+    # image must still be an exclusion here, so decode under the strict setting.
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
     path = Path(path)
     try:
         data = path.read_bytes()
