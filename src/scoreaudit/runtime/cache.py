@@ -1,0 +1,254 @@
+"""The crash-safe, content-addressed step cache (one SQLite file per spec folder).
+
+Layout: `entries` maps a step key (runtime/keys.py) to its value; `provenance`
+maps a step's slot (what the step is, independent of its inputs) to the key,
+plugin version and parameter/input hashes it last had, so a run can say why a
+step ran ("new", "parameters changed", "plugin version changed", "input
+changed"); `meta` holds the schema version.
+
+Crash safety: WAL journal, and the executor stages a whole batch in memory and
+writes it in ONE transaction (`commit`). SQLite's WAL commit is atomic, so a
+SIGKILL at any instant leaves every earlier batch intact and loses only the
+batch in flight. `synchronous=FULL` fsyncs the WAL at each commit: one fsync
+per batch costs milliseconds next to the scoring of a batch, and in exchange a
+committed batch also survives an OS crash or power loss (NORMAL would only
+protect against process crashes).
+
+Values are never pickled: floats are 8 little-endian bytes, arrays are `.npy`
+bytes (loaded with allow_pickle=False, zlib-compressed), everything else is
+canonical JSON. Entries are write-once (INSERT OR IGNORE), so `created_at` is
+the time a result first existed: `first_score_time` reads it for the
+pre-registration check.
+"""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import struct
+import zlib
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from scoreaudit.diagnostics import Diagnostic, DiagnosticError
+from scoreaudit.runtime.keys import StepKey, canonical_json
+
+SCHEMA_VERSION = "1"
+_CHUNK = 500  # SQLite's default limit on bound parameters is 999 (older builds)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+  key TEXT PRIMARY KEY, kind TEXT NOT NULL, codec TEXT NOT NULL,
+  value BLOB NOT NULL, created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS provenance (
+  slot TEXT PRIMARY KEY, key TEXT NOT NULL, plugin TEXT NOT NULL, version TEXT NOT NULL,
+  params_hash TEXT NOT NULL, input_hash TEXT NOT NULL, updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+
+class CacheError(DiagnosticError):
+    """The cache file cannot be used (not SQLite, another schema): error E0720 naming the file.
+
+    A DiagnosticError, so the CLI prints it like any input problem (no traceback).
+    """
+
+    def __init__(self, path: Path, message: str):
+        super().__init__([Diagnostic("E0720", "error", message, path=str(path),
+                                     help="delete the file (it is only a cache) or pass another --cache path")])
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# ------------------------------------------------------------------ value codecs
+
+
+def encode(value: Any) -> tuple[str, bytes]:
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        return "f8", struct.pack("<d", float(value))
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError("object arrays cannot be cached (they would need pickle)")
+        buf = io.BytesIO()
+        np.save(buf, value, allow_pickle=False)
+        return "npy", zlib.compress(buf.getvalue(), 1)
+    return "json", canonical_json(value).encode("utf-8")
+
+
+def decode(codec: str, blob: bytes) -> Any:
+    if codec == "f8":
+        return struct.unpack("<d", blob)[0]
+    if codec == "npy":
+        return np.load(io.BytesIO(zlib.decompress(blob)), allow_pickle=False)
+    if codec == "json":
+        import json
+
+        return json.loads(blob.decode("utf-8"), object_hook=_float_hook)
+    raise ValueError(f"unknown value codec {codec!r} in the cache (written by a newer scoreaudit?)")
+
+
+def _float_hook(obj: dict) -> Any:
+    if set(obj) == {"__float__"}:
+        return float(obj["__float__"])
+    return obj
+
+
+# ------------------------------------------------------------------ the cache
+
+
+class Cache:
+    """Lookups go to the database and to the staged (uncommitted) batch; `commit` writes the batch."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise CacheError(self.path, f"not a usable scoreaudit cache ({e})") from None
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise CacheError(self.path, f"cache schema {row[0]} is not {SCHEMA_VERSION} "
+                                        "(written by another scoreaudit version)")
+        self._staged: dict[str, tuple[str, str, bytes, str]] = {}  # key -> (kind, codec, blob, time)
+        self._staged_prov: dict[str, tuple] = {}
+
+    # -- reads
+
+    def lookup(self, keys: Iterable[str]) -> dict[str, tuple[Any, str]]:
+        """key -> (value, created_at) for every key present (staged or committed)."""
+        out: dict[str, tuple[Any, str]] = {}
+        todo = []
+        for k in dict.fromkeys(keys):
+            if k in self._staged:
+                _, codec, blob, t = self._staged[k]
+                out[k] = (decode(codec, blob), t)
+            else:
+                todo.append(k)
+        for i in range(0, len(todo), _CHUNK):
+            chunk = todo[i:i + _CHUNK]
+            q = f"SELECT key, codec, value, created_at FROM entries WHERE key IN ({','.join('?' * len(chunk))})"
+            for key, codec, blob, t in self._db.execute(q, chunk):
+                out[key] = (decode(codec, blob), t)
+        return out
+
+    def provenance(self, slots: Iterable[str]) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        slots = list(dict.fromkeys(slots))
+        for i in range(0, len(slots), _CHUNK):
+            chunk = slots[i:i + _CHUNK]
+            q = ("SELECT slot, key, plugin, version, params_hash, input_hash FROM provenance "
+                 f"WHERE slot IN ({','.join('?' * len(chunk))})")
+            for slot, key, plugin, version, ph, ih in self._db.execute(q, chunk):
+                out[slot] = {"key": key, "plugin": plugin, "version": version,
+                             "params_hash": ph, "input_hash": ih}
+        return out
+
+    def reasons(self, steps: Iterable[StepKey]) -> dict[str, str]:
+        """Why each (uncached) step must run, from what its slot last held."""
+        steps = list(steps)
+        prov = self.provenance(s.slot for s in steps)
+        out = {}
+        for s in steps:
+            p = self._staged_prov.get(s.slot)
+            p = {"plugin": p[1], "version": p[2], "params_hash": p[3], "input_hash": p[4]} if p else prov.get(s.slot)
+            out[s.slot] = explain(s, p)
+        return out
+
+    # -- writes
+
+    def stage(self, step: StepKey, value: Any) -> None:
+        """Add a computed value to the batch in flight (visible to `lookup`, durable after `commit`)."""
+        if step.key not in self._staged:
+            codec, blob = encode(value)
+            self._staged[step.key] = (step.kind, codec, blob, utc_now())
+        self.note(step)
+
+    def note(self, step: StepKey) -> None:
+        """Record the slot's current key (also for cached steps whose slot pointed elsewhere)."""
+        self._staged_prov[step.slot] = (step.key, step.plugin, step.version, step.params_hash,
+                                        step.input_hash)
+
+    @property
+    def staged(self) -> int:
+        return len(self._staged)
+
+    def commit(self) -> None:
+        """Write the staged batch in one transaction (all or nothing)."""
+        if not self._staged and not self._staged_prov:
+            return
+        now = utc_now()
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("INSERT OR IGNORE INTO entries VALUES (?,?,?,?,?)",
+                           [(k, kind, codec, blob, t) for k, (kind, codec, blob, t) in self._staged.items()])
+            db.executemany("INSERT OR REPLACE INTO provenance VALUES (?,?,?,?,?,?,?)",
+                           [(slot, *vals, now) for slot, vals in self._staged_prov.items()])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._staged.clear()
+        self._staged_prov.clear()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "Cache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def explain(step: StepKey, last: Mapping[str, str] | None) -> str:
+    """The run-log reason for recomputing `step`, given what its slot held before."""
+    if last is None:
+        return "new"
+    if last["plugin"] != step.plugin or last["version"] != step.version:
+        return "plugin version changed"
+    if last["params_hash"] != step.params_hash:
+        return "parameters changed"
+    if last["input_hash"] != step.input_hash:
+        return "input changed"
+    return "new"  # same recipe but no stored value (e.g. lost with an interrupted batch)
+
+
+def first_score_time(cache_path: str | Path, score_keys: Iterable[str]) -> str | None:
+    """UTC time (ISO 8601, `Z`) at which the earliest of these score entries was computed.
+
+    The executor passes every score key an audit read and writes the answer to
+    `run.json["first_score_at"]`; the lock check compares it with the lock's time
+    ("was the audit pre-registered before any of its scores existed?"). None when
+    none of the keys is in the cache.
+    """
+    path = Path(cache_path)
+    if not path.exists():
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+    try:
+        keys = list(dict.fromkeys(score_keys))
+        best: str | None = None
+        for i in range(0, len(keys), _CHUNK):
+            chunk = keys[i:i + _CHUNK]
+            q = (f"SELECT MIN(created_at) FROM entries WHERE kind='score' "
+                 f"AND key IN ({','.join('?' * len(chunk))})")
+            (t,) = db.execute(q, chunk).fetchone()
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
+    finally:
+        db.close()

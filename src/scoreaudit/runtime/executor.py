@@ -1,0 +1,235 @@
+"""`scoreaudit run`: walk the audit's IR and stream each arm's images through its steps.
+
+Order per arm, one batch of `settings.batch_size` images at a time:
+decode (once per image per run) → regions (cached per image) → scores and
+measures of the unaltered images → per operator (placebos included): the
+doses' variants, measures and scores. Each batch's new cache entries are
+committed in one transaction after the batch (runtime/cache.py), so memory is
+bounded by the batch and a killed run loses at most the batch in flight.
+
+Everything the run needs from the manifests (every column the spec names) is
+checked before the first image is decoded: problems are E07xx diagnostics,
+raised together as one DiagnosticError. Image-level problems become
+exclusions (or, under `on_error: fail`, stop the run with an E0706 diagnostic).
+
+Outputs (spec/bundle.md): spec.audit, ir.json, plan.json, run.log,
+tables/{images,scores,measures,regions,exclusions}.parquet and run.json:
+    {"first_score_at", "device", "started_at", "finished_at", "cache",
+     "batch_size", "scorers": {name: {"plugin", "version", "weights_sha256"}},
+     "counts": {"images": {arm: n}, "excluded": {arm: n}, "rows": {table: n},
+                "steps": {kind: {reason: n}}}}
+`first_score_at` is the UTC time the earliest score this audit read was first
+computed (cache.first_score_time): the lock check compares the lock with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scoreaudit.compiler.ir import ArmIR, AuditIR
+from scoreaudit.diagnostics import DiagnosticError, has_errors
+from scoreaudit.registry import REGISTRIES, load_plugins
+from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
+from scoreaudit.runtime.columns import required_columns
+from scoreaudit.runtime.device import needs_torch, resolve_device
+from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, load_manifest
+from scoreaudit.runtime.measure_steps import empty_mask_names, measure_specs
+from scoreaudit.runtime.operator_steps import Img, OperatorSteps
+from scoreaudit.runtime.original_steps import original_measures, original_scores
+from scoreaudit.runtime.progress import Progress
+from scoreaudit.runtime.region_steps import Masks, RegionSteps
+from scoreaudit.runtime.runlog import RunLog
+from scoreaudit.runtime.scoring import ScorerSlot
+from scoreaudit.runtime.steps import RunContext
+from scoreaudit.runtime.tables import Tables, write_tables
+
+CACHE_RELPATH = Path(".scoreaudit") / "cache.sqlite"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    out_dir: Path
+    cache_path: Path
+    device: str
+    tables: dict[str, Path]
+    first_score_at: str | None
+    counts: dict[str, Any]
+    started_at: str
+    finished_at: str
+
+
+def default_cache_path(spec_path: Path) -> Path:
+    return Path(spec_path).resolve().parent / CACHE_RELPATH
+
+
+def _requires(ir: AuditIR) -> list[tuple[str, ...]]:
+    load_plugins()
+    out = []
+    for s in ir.scorers.values():
+        out.append(tuple(REGISTRIES["scorer"].get(s.call.plugin).meta.get("requires", ()) or ()))
+    for o in ir.operators.values():
+        out.append(tuple(REGISTRIES["operator"].get(o.call.plugin).meta.get("requires", ()) or ()))
+    for m in ir.measures.values():
+        reg = "covariate" if m.role == "covariate" else "measure"
+        out.append(tuple(REGISTRIES[reg].get(m.call.plugin).meta.get("requires", ()) or ()))
+    return out
+
+
+def load_manifests(ir: AuditIR, spec_dir: Path) -> dict[str, ManifestResult]:
+    """Read and check every arm's manifest; raise every E07xx problem at once, before any work."""
+    results = {name: load_manifest(arm, spec_dir, columns=required_columns(ir, arm),
+                                   on_error=ir.settings.on_error, root=spec_dir)
+               for name, arm in ir.arms.items()}
+    diags = [d for r in results.values() for d in r.diagnostics]
+    if has_errors(diags):
+        raise DiagnosticError(diags)
+    return results
+
+
+def _write_inputs(ir: AuditIR, plan: Any, spec_path: Path, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "spec.audit").write_bytes(spec_path.read_bytes())
+    (out_dir / "ir.json").write_text(json.dumps(ir.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    if hasattr(plan, "model_dump_json"):
+        (out_dir / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+class ArmRunner:
+    """Runs one arm batch by batch (see the module docstring for the order)."""
+
+    def __init__(self, ctx: RunContext, slots: list[ScorerSlot]):
+        self.ctx = ctx
+        self.slots = slots
+        self.specs = measure_specs(ctx.ir)
+        self.regions = RegionSteps(ctx)
+        self.ops = [OperatorSteps(ctx, op, self.specs, slots) for op in ctx.ir.operators.values()]
+        need: dict[str, list[str]] = {}
+        for op in ctx.ir.operators.values():
+            if op.region:
+                need.setdefault(op.region, []).append(f"operator '{op.name}'")
+        for s in self.specs:
+            for r in s.regions:
+                need.setdefault(r, []).append(f"{s.role} '{s.name}'")
+        self.required_regions = need
+
+    def run(self, arm: ArmIR, manifest: ManifestResult) -> None:
+        ctx = self.ctx
+        for e in manifest.exclusions:
+            ctx.tables.add_exclusion(e.arm, e.image_id, e.row, e.stage, e.reason)
+        records = list(manifest.records)
+        images_arm = arm.source == "images"
+        n_doses = sum(len(op.doses) for op in ctx.ir.operators.values()) if images_arm else 0
+        ctx.progress.task(f"{arm.name}: decode + regions", len(records))
+        if images_arm and self.ops:
+            ctx.progress.task(f"{arm.name}: operators + measures", len(records) * len(self.ops))
+        for slot in self.slots:
+            ctx.progress.task(f"{arm.name}: score {slot.name}", len(records) * (1 + n_doses))
+        size = max(1, ctx.ir.settings.batch_size)
+        for start in range(0, len(records), size):
+            self._batch(arm, manifest, records[start:start + size], images_arm)
+            ctx.cache.commit()
+            ctx.log.flush()
+
+    def _batch(self, arm: ArmIR, manifest: ManifestResult, batch, images_arm: bool) -> None:
+        ctx = self.ctx
+        decoded = []
+        for rec in batch:
+            d = decode_record(rec, manifest.max_pixels)
+            if isinstance(d, Exclusion):
+                ctx.exclude(d.arm, d.image_id, d.row, d.stage, d.reason)
+            else:
+                decoded.append(d)
+        masks = self.regions.run(decoded, manifest.base_dir) if images_arm else {}
+        ctx.progress.advance(f"{arm.name}: decode + regions", len(batch))
+        imgs: list[Img] = []
+        for d in decoded:
+            rec = d.record
+            m = masks.get(rec.image_id)
+            if isinstance(m, str):
+                ctx.exclude(arm.name, rec.image_id, rec.row, "region", m)
+                continue
+            empty = empty_mask_names(m.masks, set(self.required_regions)) if m is not None else []
+            if empty:
+                why = "; ".join(f"region '{r}' is empty in this image, and "
+                                f"{', '.join(self.required_regions[r])} need{'s' if len(self.required_regions[r]) == 1 else ''} it"
+                                for r in empty)
+                ctx.exclude(arm.name, rec.image_id, rec.row, "region", why)
+                continue
+            if m is None:  # pairs arms have no regions
+                m = Masks({}, {}, {})
+            imgs.append(Img(rec, d.image, d.content_hash, m, {}))
+            h, w = d.image.shape[:2]
+            ctx.tables.add_image(arm=arm.name, image_id=rec.image_id, row=rec.row, cluster=rec.cluster,
+                                 content_hash=d.content_hash, width=w, height=h, side=rec.side,
+                                 pair_id=rec.pair_id, manifest=rec.columns)
+            for name, cov in sorted(m.coverage.items()):
+                ctx.tables.add_region(arm.name, rec.image_id, name, cov)
+        if images_arm:
+            original_measures(ctx, arm, imgs, self.specs)
+        original_scores(ctx, arm, imgs, self.slots, self.specs)
+        if images_arm:
+            for op in self.ops:
+                op.run(arm, imgs)
+
+
+def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
+            cache_path: Path | None = None, progress: bool = True) -> RunSummary:
+    """Run (or resume) an audit and write its per-image tables; see the module docstring."""
+    started = utc_now()
+    spec_path = Path(spec_path)
+    out_dir = Path(out_dir)
+    spec_dir = spec_path.resolve().parent
+    cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
+    dev = resolve_device(device, needs_torch(_requires(ir)))
+    manifests = load_manifests(ir, spec_dir)
+    _write_inputs(ir, plan, spec_path, out_dir)
+    tables = Tables()
+    cache = Cache(cache_path)
+    log = RunLog(out_dir / "run.log")
+    log.note(f"started {started}; device {dev}; cache {cache_path}; batch_size {ir.settings.batch_size}")
+    ctx = RunContext(ir=ir, cache=cache, log=log, tables=tables, progress=Progress(False), device=dev,
+                     spec_dir=spec_dir,
+                     policies={n: m.on_error for n, m in manifests.items()},
+                     manifests={n: m.manifest for n, m in manifests.items()})
+    try:
+        slots = [ScorerSlot(ctx, s) for s in ir.scorers.values()]
+        runner = ArmRunner(ctx, slots)
+        with Progress(progress) as prog:
+            ctx.progress = prog
+            for name, arm in ir.arms.items():
+                runner.run(arm, manifests[name])
+        weights = {s.name: s.weights_sha256() for s in slots}
+    finally:
+        try:
+            cache.commit()  # staged values are complete results: keep them even when the run stops
+        finally:
+            cache.close()
+            log.flush()
+    paths = write_tables(tables, out_dir / "tables")
+    first = first_score_time(cache_path, ctx.score_keys)
+    finished = utc_now()
+    images: dict[str, int] = {}
+    for r in tables.images:
+        images[r["arm"]] = images.get(r["arm"], 0) + 1
+    excluded: dict[str, set] = {}
+    for r in tables.exclusions:
+        excluded.setdefault(r["arm"], set()).add((r["image_id"], r["row"]))
+    counts = {"images": {a: images.get(a, 0) for a in ir.arms},
+              "excluded": {a: len(excluded.get(a, ())) for a in ir.arms},
+              "rows": tables.counts(), "steps": log.summary()}
+    log.note(f"finished {finished}; steps {json.dumps(counts['steps'], sort_keys=True)}")
+    log.close()
+    run = {"first_score_at": first, "device": dev, "started_at": started, "finished_at": finished,
+           "cache": str(cache_path), "batch_size": ir.settings.batch_size,
+           "scorers": {s.name: {"plugin": s.call.plugin, "version": s.call.version,
+                                "weights_sha256": weights.get(s.name)} for s in ir.scorers.values()},
+           "counts": counts}
+    tmp = out_dir / "run.json.tmp"
+    tmp.write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, out_dir / "run.json")
+    return RunSummary(out_dir=out_dir, cache_path=cache_path, device=dev, tables=paths, first_score_at=first,
+                      counts=counts, started_at=started, finished_at=finished)

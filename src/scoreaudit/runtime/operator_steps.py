@@ -1,0 +1,212 @@
+"""One operator over one batch of images: variants, measures, scores.
+
+Per image the operator sweeps only the doses that still need work, in one
+call. Three kinds of cached steps:
+- `variant`: keyed by the recipe (operator call, image hash, operator-region
+  mask hash, dose, audit seed); its value is the variant's content hash and
+  the operator's `info`, never the pixels;
+- `measure`: keyed by the variant recipe (measure_steps.py);
+- `score`: keyed by the variant's content hash (scoring.py), so variants
+  that equal an image already scored cost nothing.
+The identity dose is never swept for pixels or scored: its variant is the
+original image and its score row copies the original's score. It is swept
+only when its measures are missing (they need the operator's `info`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scoreaudit.compiler.ir import ArmIR, OperatorIR
+from scoreaudit.plugins.base import MeasureContext
+from scoreaudit.runtime.images import ImageRecord
+from scoreaudit.runtime.keys import StepKey, hash_array, step_key
+from scoreaudit.runtime.measure_steps import MeasureSpec, as_float, compute_measure
+from scoreaudit.runtime.region_steps import Masks
+from scoreaudit.runtime.scoring import ScorerSlot, ScoreRequest, make_item
+from scoreaudit.runtime.steps import Lookup, RunContext
+
+
+@dataclass
+class Img:
+    """A usable image of the batch in flight."""
+
+    record: ImageRecord
+    image: np.ndarray
+    content_hash: str
+    masks: Masks
+    original_scores: dict[str, Any]  # scorer name -> float or failure reason
+
+
+class OperatorFailure(Exception):
+    pass
+
+
+class OperatorSteps:
+    def __init__(self, ctx: RunContext, op: OperatorIR, specs: list[MeasureSpec], slots: list[ScorerSlot]):
+        self.ctx = ctx
+        self.op = op
+        self.specs = specs
+        self.declared = [s for s in specs if s.role != "builtin"]
+        self.slots = slots
+        # the identity dose is always swept and written, even if a hand-built IR left it out
+        self.doses = sorted({float(d) for d in op.doses} | {float(op.identity)})
+        self.tmax = max((abs(d - op.identity) for d in self.doses), default=0.0) or 1.0
+        self.placebo = op.placebo_of is not None
+
+    # ---------------------------------------------------------------- keys
+
+    def _variant_key(self, arm: str, img: Img, dose: float) -> StepKey:
+        op = self.op
+        mask_hash = img.masks.hashes.get(op.region) if op.region else None
+        inputs = {"image": img.content_hash, "mask": mask_hash, "dose": float(dose), "seed": self.ctx.seed}
+        return step_key("variant", op.call.plugin, op.call.version, dict(op.call.params), inputs,
+                        slot=f"variant {arm}/{img.record.image_id} {op.name}@{float(dose)!r}")
+
+    def _measure_key(self, arm: str, img: Img, dose: float, vkey: StepKey, spec: MeasureSpec) -> StepKey:
+        slot = f"measure {spec.role}:{spec.name} {arm}/{img.record.image_id} {self.op.name}@{float(dose)!r}"
+        return spec.key(vkey.key, img.masks.hashes, slot)
+
+    # ---------------------------------------------------------------- sweeping
+
+    def _sweep(self, img: Img, doses: list[float]) -> list[Any]:
+        op = self.op
+        plugin = self.ctx.plugin("operator", op.call.plugin, dict(op.call.params))
+        mask = img.masks.masks.get(op.region) if op.region else None
+        try:
+            outs = list(plugin.sweep(img.image, mask, list(doses), self.ctx.seed))
+        except Exception as exc:  # one image the operator cannot handle: excluded, not a crash
+            raise OperatorFailure(f"operator '{op.name}' failed: {type(exc).__name__}: {exc}") from None
+        if len(outs) != len(doses):
+            raise OperatorFailure(f"operator '{op.name}' returned {len(outs)} variants for {len(doses)} doses")
+        for out in outs:
+            arr = out.image
+            if not (isinstance(arr, np.ndarray) and arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3):
+                raise OperatorFailure(f"operator '{op.name}' returned a variant that is not uint8 H×W×3")
+        return outs
+
+    # ---------------------------------------------------------------- the batch
+
+    def run(self, arm: ArmIR, imgs: list[Img]) -> None:
+        ctx, op, ident = self.ctx, self.op, self.op.identity
+        doses = self.doses
+        vsteps = {(i, d): self._variant_key(arm.name, img, d) for i, img in enumerate(imgs) for d in doses}
+        vlook = Lookup(ctx, (vsteps[i, d] for i in range(len(imgs)) for d in doses if d != ident))
+        msteps = {(i, d, s.role, s.name): self._measure_key(arm.name, img, d, vsteps[i, d], s)
+                  for i, img in enumerate(imgs) for d in doses for s in self.specs}
+        mlook = Lookup(ctx, msteps.values())
+
+        pixels: dict[tuple[int, float], np.ndarray] = {}
+        failed: set[int] = set()
+        for i, img in enumerate(imgs):
+            need = [d for d in doses
+                    if (d != ident and not vlook.has(vsteps[i, d].key))
+                    or any(not mlook.has(msteps[i, d, s.role, s.name].key) for s in self.specs)]
+            if not need:
+                continue
+            try:
+                outs = self._sweep(img, need)
+            except OperatorFailure as exc:
+                failed.add(i)
+                ctx.exclude(arm.name, img.record.image_id, img.record.row, "operator", str(exc))
+                continue
+            mask = img.masks.masks.get(op.region) if op.region else None
+            for d, out in zip(need, outs):
+                variant = img.image if d == ident else out.image
+                if d != ident:
+                    pixels[i, d] = variant
+                    vlook.done(vsteps[i, d], {"content_hash": hash_array(variant),
+                                              "info": {k: float(v) for k, v in dict(out.info).items()}})
+                mctx = MeasureContext(original=img.image, variant=variant, masks=img.masks.masks,
+                                      operator_mask=mask, info=dict(out.info), dose=d, identity=ident)
+                for s in self.specs:
+                    step = msteps[i, d, s.role, s.name]
+                    if not mlook.has(step.key):
+                        mlook.done(step, compute_measure(ctx, s, mctx))
+
+        live = [i for i in range(len(imgs)) if i not in failed]
+        values = {k: mlook.get(step.key) for k, step in msteps.items() if k[0] in live}
+        for (i, d, role, name), v in sorted(values.items(), key=lambda kv: kv[0]):
+            img = imgs[i]
+            if isinstance(v, dict):
+                ctx.exclude(arm.name, img.record.image_id, img.record.row, "measure",
+                            f"{v['failure']} ({op.name}@{d:g})")
+            ctx.tables.add_measure(arm.name, img.record.image_id, op.name, d, name, role, as_float(v))
+
+        requests = self._score_requests(arm, imgs, live, vsteps, vlook, values, pixels)
+        recorded = {(i, float(d)): vlook.get(vsteps[i, float(d)].key)["content_hash"]
+                    for i in live for d in self.doses if d != ident}
+        lost = self._sweep_for_scores(arm, imgs, requests, pixels, recorded)
+        for slot in self.slots:
+            reqs = [(i, d, r) for i, d, r in requests[slot.name] if i not in lost]
+            results = slot.score([r for _, _, r in reqs])
+            for (i, d, r), res in zip(reqs, results):
+                self._score_row(arm, imgs[i], slot, d, res)
+            for i, d, _ in requests[slot.name]:
+                if i in lost:
+                    ctx.tables.add_score(arm.name, imgs[i].record.image_id, op.name, d, slot.name, float("nan"))
+            for i in live:
+                self._score_row(arm, imgs[i], slot, ident, imgs[i].original_scores[slot.name])
+            ctx.progress.advance(f"{arm.name}: score {slot.name}", len(reqs) + len(live))
+        ctx.progress.advance(f"{arm.name}: operators + measures", len(imgs))
+
+    def _score_requests(self, arm, imgs, live, vsteps, vlook, values, pixels):
+        op, ident = self.op, self.op.identity
+        out: dict[str, list[tuple[int, float, ScoreRequest]]] = {s.name: [] for s in self.slots}
+        for i in live:
+            img = imgs[i]
+            for d in self.doses:
+                if d == ident:
+                    continue
+                deltas = {s.name: as_float(values[i, d, s.role, s.name]) - as_float(values[i, ident, s.role, s.name])
+                          for s in self.declared}
+                item = make_item(img.record, op.name, d, (d - ident) / self.tmax, self.placebo, deltas)
+                chash = vlook.get(vsteps[i, d].key)["content_hash"]
+                getter = (lambda i=i, d=d: pixels[i, d])
+                for slot in self.slots:
+                    req = slot.request(img.record, chash, slot.prompt_for(arm, img.record), item, getter)
+                    out[slot.name].append((i, d, req))
+        return out
+
+    def _sweep_for_scores(self, arm, imgs, requests, pixels, recorded) -> set[int]:
+        """Re-create the pixels of variants whose scores are missing (their recipe was cached).
+
+        Returns the images the operator failed on this time (excluded, their scores NaN).
+        """
+        keys = [r.step.key for reqs in requests.values() for _, _, r in reqs]
+        found = self.ctx.cache.lookup(keys)
+        need: dict[int, set[float]] = {}
+        for reqs in requests.values():
+            for i, d, r in reqs:
+                if r.step.key not in found and (i, d) not in pixels:
+                    need.setdefault(i, set()).add(d)
+        lost: set[int] = set()
+        for i, ds in sorted(need.items()):
+            img = imgs[i]
+            doses = sorted(ds)
+            try:
+                outs = self._sweep(img, doses)
+            except OperatorFailure as exc:
+                lost.add(i)
+                self.ctx.exclude(arm.name, img.record.image_id, img.record.row, "operator", str(exc))
+                continue
+            for d, o in zip(doses, outs):
+                pixels[i, d] = o.image
+                if hash_array(o.image) != recorded[i, d]:  # scores are keyed by the recorded hash
+                    self.ctx.log.note(f"warning: operator '{self.op.name}' is not deterministic: "
+                                      f"{arm.name}/{img.record.image_id} at dose {d:g} differs from its cached variant")
+        return lost
+
+    def _score_row(self, arm, img: Img, slot: ScorerSlot, dose: float, result: Any) -> None:
+        ctx = self.ctx
+        if isinstance(result, str):
+            if dose != self.op.identity:  # the original's own failure is already excluded
+                ctx.exclude(arm.name, img.record.image_id, img.record.row, "score",
+                            f"{result} ({slot.name}, {self.op.name}@{dose:g})")
+            score = float("nan")
+        else:
+            score = float(result)
+        ctx.tables.add_score(arm.name, img.record.image_id, self.op.name, dose, slot.name, score)

@@ -1,0 +1,58 @@
+"""Progress bars (rich) with counts and rates; a silent twin when progress is off.
+
+One bar per (arm, stage): "decode + regions", "operators + measures" and one
+"score <scorer>" per scorer. Rich writes to stderr so stdout stays clean, and
+`enabled=False` creates no console at all (tests see no output).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Progress:
+    """`task(label, total)` returns an id; `advance(id, n)`; use as a context manager."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._rich: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> "Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
+                                       TaskProgressColumn, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+            from rich.progress import ProgressColumn
+            from rich.text import Text
+
+            class Rate(ProgressColumn):
+                def render(self, task) -> Text:
+                    speed = task.finished_speed or task.speed
+                    return Text("" if speed is None else f"{speed:,.1f}/s", style="progress.data.speed")
+
+            self._rich = RichProgress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TaskProgressColumn(), Rate(), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=Console(stderr=True), transient=False)
+            self._rich.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._rich is not None:
+            self._rich.__exit__(*exc)
+            self._rich = None
+
+    def task(self, label: str, total: int) -> str:
+        if self._rich is not None and label not in self._tasks:
+            self._tasks[label] = self._rich.add_task(label, total=total)
+        return label
+
+    def advance(self, label: str, n: int = 1) -> None:
+        if self._rich is not None and label in self._tasks and n:
+            self._rich.advance(self._tasks[label], n)
+
+    def log(self, message: str) -> None:
+        if self._rich is not None:
+            self._rich.console.print(message)

@@ -1,0 +1,55 @@
+"""run.log: one line per step saying whether it ran or came from the cache, and why.
+
+Format (tab-separated, one step per line):
+    <key>  <cached|ran>  <reason>  <kind>  <slot>
+where reason is `cached`, `new`, `parameters changed`, `plugin version changed`
+or `input changed` (runtime/cache.py: `explain`). Lines starting with `#` are
+run-level notes (start, device, batch commits, end).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TextIO
+
+from scoreaudit.runtime.keys import StepKey
+
+
+class RunLog:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fh: TextIO = path.open("w", encoding="utf-8")
+        self.counts: Counter[tuple[str, str]] = Counter()  # (kind, reason) -> steps
+
+    def note(self, text: str) -> None:
+        self._fh.write(f"# {text}\n")
+
+    def step(self, step: StepKey, reason: str) -> None:
+        status = "cached" if reason == "cached" else "ran"
+        self._fh.write(f"{step.key}\t{status}\t{reason}\t{step.kind}\t{step.slot}\n")
+        self.counts[(step.kind, reason)] += 1
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (kind, reason), n in sorted(self.counts.items()):
+            out.setdefault(kind, {})[reason] = n
+        return out
+
+
+def read_run_log(path: Path) -> list[dict[str, str]]:
+    """The step lines of a run.log as dicts (key, status, reason, kind, slot)."""
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, status, reason, kind, slot = line.split("\t", 4)
+        rows.append({"key": key, "status": status, "reason": reason, "kind": kind, "slot": slot})
+    return rows

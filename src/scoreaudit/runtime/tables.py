@@ -1,0 +1,154 @@
+"""The per-image tables of the results bundle (spec/bundle.md), written byte-identically.
+
+Rows accumulate in memory during the run (a few floats per step, never
+pixels). `write_tables` sorts each table by its key columns, fixes every
+column's Arrow type, strips schema metadata (pandas metadata would record
+index details) and writes with fixed parquet settings, so two runs over the
+same inputs — with any batch size — give identical bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+RESERVED = ("arm", "image_id", "row", "cluster", "content_hash", "width", "height", "side", "pair_id")
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "images": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("row", pa.int64()),
+                         ("cluster", pa.string()), ("content_hash", pa.string()),
+                         ("width", pa.int64()), ("height", pa.int64()),
+                         ("side", pa.string()), ("pair_id", pa.string())]),
+    "scores": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("operator", pa.string()),
+                         ("dose", pa.float64()), ("scorer", pa.string()), ("score", pa.float64())]),
+    "measures": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("operator", pa.string()),
+                           ("dose", pa.float64()), ("name", pa.string()), ("role", pa.string()),
+                           ("value", pa.float64())]),
+    "regions": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("region", pa.string()),
+                          ("coverage", pa.float64())]),
+    "exclusions": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("row", pa.int64()),
+                             ("stage", pa.string()), ("reason", pa.string())]),
+}
+
+SORT_KEYS: dict[str, tuple[str, ...]] = {
+    "images": ("arm", "image_id"),
+    "scores": ("arm", "image_id", "operator", "dose", "scorer"),
+    "measures": ("arm", "image_id", "operator", "dose", "name", "role"),
+    "regions": ("arm", "image_id", "region"),
+    "exclusions": ("arm", "image_id", "row", "stage", "reason"),
+}
+
+STAGES = ("manifest", "decode", "region", "operator", "measure", "score", "statistic")
+
+
+@dataclass
+class Tables:
+    """Row buffers for the five runtime tables (dict rows keyed by column name)."""
+
+    images: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    measures: list[dict[str, Any]] = field(default_factory=list)
+    regions: list[dict[str, Any]] = field(default_factory=list)
+    exclusions: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_image(self, *, arm: str, image_id: str, row: int | None, cluster: str, content_hash: str,
+                  width: int, height: int, side: str | None = None, pair_id: str | None = None,
+                  manifest: Mapping[str, Any] | None = None) -> None:
+        rec = {"arm": arm, "image_id": image_id, "row": row, "cluster": cluster,
+               "content_hash": content_hash, "width": width, "height": height,
+               "side": side, "pair_id": pair_id}
+        for col, val in (manifest or {}).items():
+            rec[f"m_{col}" if col in RESERVED else str(col)] = val
+        self.images.append(rec)
+
+    def add_score(self, arm: str, image_id: str, operator: str, dose: float, scorer: str, score: float) -> None:
+        self.scores.append({"arm": arm, "image_id": image_id, "operator": operator, "dose": float(dose),
+                            "scorer": scorer, "score": float(score)})
+
+    def add_measure(self, arm: str, image_id: str, operator: str, dose: float, name: str, role: str,
+                    value: float) -> None:
+        self.measures.append({"arm": arm, "image_id": image_id, "operator": operator, "dose": float(dose),
+                              "name": name, "role": role, "value": float(value)})
+
+    def add_region(self, arm: str, image_id: str, region: str, coverage: float) -> None:
+        self.regions.append({"arm": arm, "image_id": image_id, "region": region, "coverage": float(coverage)})
+
+    def add_exclusion(self, arm: str, image_id: str | None, row: int | None, stage: str, reason: str) -> None:
+        if stage not in STAGES:
+            raise ValueError(f"unknown exclusion stage {stage!r}")
+        self.exclusions.append({"arm": arm, "image_id": image_id, "row": row, "stage": stage,
+                                "reason": reason})
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(getattr(self, name)) for name in SCHEMAS}
+
+
+def _is_null(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (
+        isinstance(v, np.floating) and np.isnan(v))
+
+
+def _manifest_array(values: list[Any]) -> pa.Array:
+    """One manifest column across arms: Arrow's own inference, or strings when types are mixed."""
+    vals = [None if _is_null(v) else (v.item() if isinstance(v, np.generic) else v) for v in values]
+    kinds = {type(v) for v in vals if v is not None}
+    if len(kinds) <= 1:  # one Python type (or all null): Arrow infers int64, float64, bool or string
+        try:
+            return pa.array(vals)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass
+    if kinds <= {int, float}:
+        return pa.array([None if v is None else float(v) for v in vals], type=pa.float64())
+    return pa.array([None if v is None else str(v) for v in vals], type=pa.string())
+
+
+def _sort_rows(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    def keyfn(r: dict[str, Any]):
+        out = []
+        for k in keys:
+            v = r.get(k)
+            out.append((0, 0) if v is None else (1, v))  # nulls first, stable across runs
+        return out
+
+    return sorted(rows, key=keyfn)
+
+
+def to_arrow(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows → an Arrow table with the contract's schema, sorted by its key columns."""
+    schema = SCHEMAS[name]
+    rows = _sort_rows(rows, SORT_KEYS[name])
+    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
+    fields = list(schema)
+    if name == "images":
+        extra = sorted({k for r in rows for k in r} - set(schema.names))
+        for col in extra:
+            arr = _manifest_array([r.get(col) for r in rows])
+            arrays.append(arr)
+            fields.append(pa.field(col, arr.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    """Fixed settings and no metadata; written to a temporary file, then renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table.replace_schema_metadata(None), tmp, compression="zstd", compression_level=3,
+                   use_dictionary=True, write_statistics=True, version="2.6",
+                   data_page_version="1.0", store_schema=False)
+    os.replace(tmp, path)
+
+
+def write_tables(tables: Tables, tables_dir: Path) -> dict[str, Path]:
+    out = {}
+    for name in SCHEMAS:
+        path = tables_dir / f"{name}.parquet"
+        write_parquet(to_arrow(name, getattr(tables, name)), path)
+        out[name] = path
+    return out
