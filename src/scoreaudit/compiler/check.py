@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from scoreaudit import registry
 from scoreaudit.compiler import ast, ir
+from scoreaudit.compiler.gcpause import paused_gc
 from scoreaudit.compiler.doses import DoseSet, check_doses, expand
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
 from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a
@@ -54,6 +55,11 @@ class State:
 
 def check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.AuditIR], list[Diagnostic]]:
     """Lower a parsed module to the IR; never raises for a parsed module."""
+    with paused_gc():
+        return _check(module, source, path)
+
+
+def _check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.AuditIR], list[Diagnostic]]:
     sink = Sink(path)
     try:
         registry.load_plugins()

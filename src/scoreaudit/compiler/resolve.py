@@ -81,14 +81,19 @@ class Decls:
     """Name → (kind, declaration node), first declaration wins."""
 
     table: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    # names() per kinds, valid while the table has the same size (entries are only ever added)
+    _names: dict[frozenset, tuple[int, list[str]]] = field(default_factory=dict, repr=False, compare=False)
 
     def kind_of(self, name: str) -> str | None:
         hit = self.table.get(name)
         return hit[0] if hit else None
 
     def names(self, kinds: Iterable[str]) -> list[str]:
-        ks = set(kinds)
-        return [n for n, (k, _) in self.table.items() if k in ks]
+        ks = frozenset(kinds)
+        hit = self._names.get(ks)
+        if hit is None or hit[0] != len(self.table):
+            hit = self._names[ks] = (len(self.table), [n for n, (k, _) in self.table.items() if k in ks])
+        return list(hit[1])
 
     def node(self, name: str) -> Any:
         return self.table[name][1]

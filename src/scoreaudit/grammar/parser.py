@@ -6,6 +6,9 @@ per process. After a syntax error the parser restarts at the next line that
 begins a declaration, so one run reports the errors of several declarations;
 the module is returned only when there is no syntax error at all.
 
+Valid text takes the fast path (`fastparse.py`: Lark's tables without Lark);
+everything else, and every diagnostic, comes from the Lark parser below.
+
 Codes (catalogued in `spec/diagnostics.md`):
 E0100 internal parser failure, E0101 unexpected token, E0102 operator without
 `doses`, E0103 block without `}`, E0104 `=` instead of `:` in a settings block,
@@ -22,11 +25,13 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-
 from scoreaudit.compiler import ast
+from scoreaudit.compiler.gcpause import paused_gc
 from scoreaudit.diagnostics import Diagnostic, Span
+from scoreaudit.grammar.fastparse import parse_decls
+
+# Lark is imported on first use (`_lark()`): valid files never need it (`fastparse.py`).
+Lark = Token = Tree = UnexpectedCharacters = UnexpectedInput = UnexpectedToken = None
 
 GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
 
@@ -43,8 +48,16 @@ _DECL_LINE = re.compile(
 )
 
 
+def _import_lark() -> None:
+    global Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+    from lark import Lark, Token, Tree
+    from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
+    """The Lark parser of the error path (its trees carry positions for diagnostics)."""
+    _import_lark()
     return Lark(
         GRAMMAR_PATH.read_text(encoding="utf-8"),
         parser="lalr",
@@ -64,7 +77,8 @@ def parse(text: str, path: str = "<input>") -> tuple[ast.Module | None, list[Dia
             text = bytes(text).decode("utf-8", errors="replace")
         elif not isinstance(text, str):
             text = str(text)
-        return _Parse(text, path).run()
+        with paused_gc():
+            return _Parse(text, path).run()
     except Exception as exc:  # a bug here must not become a traceback for the user
         return None, [
             Diagnostic(
@@ -330,8 +344,8 @@ class _Parse:
 
     def run(self) -> tuple[ast.Module | None, list[Diagnostic]]:
         offset = 0
-        module = None
-        while True:
+        module = self.fast()
+        while module is None:  # the Lark path: a syntax error, or something the fast path leaves to it
             masked = self.text if offset == 0 else _blank(self.text, offset)
             try:
                 tree = _lark().parse(masked)
@@ -357,6 +371,14 @@ class _Parse:
             return None, self.diags
         return module, self.diags
 
+    def fast(self) -> ast.Module | None:
+        """The module from the fast path (`fastparse.py`), or None: then the Lark path decides."""
+        try:
+            decls = parse_decls(self.text)
+        except Exception:  # Bail, or a bug there: the Lark path gives the same result, only slower
+            return None
+        return self.module(decls)
+
     def build(self, tree: Tree) -> ast.Module | None:
         try:
             decls = tuple(_Build(self).decl(t) for t in tree.children)
@@ -368,6 +390,9 @@ class _Parse:
                 help="split the expression into several declarations",
             )
             return None
+        return self.module(decls)
+
+    def module(self, decls: tuple) -> ast.Module:
         comments = tuple(ast.Comment(self.text[s:e].rstrip(), self.src.span(s, e))
                          for s, e in scan_comments(self.text))
         end = len(self.text)
