@@ -12,12 +12,22 @@ checked before the first image is decoded: problems are E07xx diagnostics,
 raised together as one DiagnosticError. Image-level problems become
 exclusions (or, under `on_error: fail`, stop the run with an E0706 diagnostic).
 
+Precomputed inputs (spec/precomputed.md) are read and checked right after the
+manifests, before any work: table errors and every missing cell a claim reads
+(E0801-E0806) stop the run. What a table provides is never computed: per arm,
+the scorers and measures a table gives have no step at all (a `precomputed()`
+scorer never has a slot), and their rows are copied from the table after the
+arm's batches; the table's per-row problems become exclusions. A
+`pairs(..., images: false)` arm decodes nothing: its images rows have no
+hash or size, and its scores come from manifest columns and tables.
+
 Outputs (spec/bundle.md): spec.audit, ir.json, plan.json, run.log,
 tables/{images,scores,measures,regions,exclusions}.parquet and run.json:
     {"first_score_at", "device", "started_at", "finished_at", "cache",
      "batch_size", "scorers": {name: {"plugin", "version", "weights_sha256"}},
      "counts": {"images": {arm: n}, "excluded": {arm: n}, "rows": {table: n},
-                "steps": {kind: {reason: n}}}}
+                "steps": {kind: {reason: n}}},
+     "precomputed": [provenance entries, runtime.precomputed.provenance]}
 `first_score_at` is the UTC time the earliest score this audit read was first
 computed (cache.first_score_time): the lock check compares the lock with it.
 """
@@ -30,16 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only
 from scoreaudit.compiler.ir import ArmIR, AuditIR
 from scoreaudit.diagnostics import DiagnosticError, has_errors
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
 from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
-from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, load_manifest
-from scoreaudit.runtime.measure_steps import empty_mask_names, measure_specs
+from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, imageless, load_manifest
+from scoreaudit.runtime.measure_steps import MeasureSpec, empty_mask_names, measure_specs
 from scoreaudit.runtime.operator_steps import Img, OperatorSteps
 from scoreaudit.runtime.original_steps import original_measures, original_scores
+from scoreaudit.runtime.precomputed import (TableSet, load_tables, manifest_provenance, manifest_scores,
+                                            precomputed_measures, precomputed_scores, provenance, provided)
 from scoreaudit.runtime.progress import Progress
 from scoreaudit.runtime.region_steps import Masks, RegionSteps
 from scoreaudit.runtime.runlog import RunLog
@@ -66,10 +79,13 @@ def default_cache_path(spec_path: Path) -> Path:
     return Path(spec_path).resolve().parent / CACHE_RELPATH
 
 
-def _requires(ir: AuditIR) -> list[tuple[str, ...]]:
+def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[str, ...]]:
+    """Plugins' `requires`; only the scorers in `run_scorers` (None: all) will run."""
     load_plugins()
     out = []
     for s in ir.scorers.values():
+        if run_scorers is not None and s.name not in run_scorers:
+            continue
         out.append(tuple(REGISTRIES["scorer"].get(s.call.plugin).meta.get("requires", ()) or ()))
     for o in ir.operators.values():
         out.append(tuple(REGISTRIES["operator"].get(o.call.plugin).meta.get("requires", ()) or ()))
@@ -90,6 +106,29 @@ def load_manifests(ir: AuditIR, spec_dir: Path) -> dict[str, ManifestResult]:
     return results
 
 
+def load_precomputed(ir: AuditIR, spec_dir: Path, manifests: dict[str, ManifestResult]) -> TableSet:
+    """Every precomputed table, matched to the manifests' ids; raise every error (E080x) before any work.
+
+    The same checks as `scoreaudit check` (runtime.precomputed.check_precomputed),
+    on the ids the run will use.
+    """
+    ids = {n: [r.image_id for r in m.records] for n, m in manifests.items()}
+    pre = load_tables(ir, spec_dir, root=spec_dir).matched(ir, ids)
+    diags = list(pre.diagnostics)
+    if pre.ok:  # a table that cannot be read provides nothing: its holes would only repeat E0801/E0803
+        diags += coverage_diagnostics(ir, ids, pre)
+    errs = [d for d in diags if d.is_error]
+    if errs:
+        raise DiagnosticError(errs)
+    return pre
+
+
+def _runs_somewhere(ir: AuditIR, given: set[tuple[str, str]]) -> set[str]:
+    """Scorers that are computed on at least one arm (not table-only, not table-provided everywhere)."""
+    return {s for s in ir.scorers if not is_table_only(ir, s)
+            and any((a, s) not in given and not imageless(arm) for a, arm in ir.arms.items())}
+
+
 def _write_inputs(ir: AuditIR, plan: Any, spec_path: Path, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "spec.audit").write_bytes(spec_path.read_bytes())
@@ -99,14 +138,23 @@ def _write_inputs(ir: AuditIR, plan: Any, spec_path: Path, out_dir: Path) -> Non
 
 
 class ArmRunner:
-    """Runs one arm batch by batch (see the module docstring for the order)."""
+    """Runs one arm batch by batch (see the module docstring for the order).
 
-    def __init__(self, ctx: RunContext, slots: list[ScorerSlot]):
+    `slots` and `specs` are what this arm computes: scorers and measures a
+    table provides on the arm are left out (their rows come from `pre`).
+    """
+
+    def __init__(self, ctx: RunContext, regions: RegionSteps, slots: list[ScorerSlot], specs: list[MeasureSpec],
+                 pre: TableSet | None = None, arm: str | None = None):
         self.ctx = ctx
+        self.table_scores = provided(pre)["scores"]  # (arm, scorer) a table provides
         self.slots = slots
-        self.specs = measure_specs(ctx.ir)
-        self.regions = RegionSteps(ctx)
-        self.ops = [OperatorSteps(ctx, op, self.specs, slots) for op in ctx.ir.operators.values()]
+        self.specs = specs
+        self.all_specs = measure_specs(ctx.ir)  # every declared measure: a score item's `measures` names them all
+        self.regions = regions
+        table = _table_values(ctx.ir, arm, pre) if pre is not None and arm is not None else {}
+        self.ops = [OperatorSteps(ctx, op, self.specs, slots, table_values=table)
+                    for op in ctx.ir.operators.values()]
         need: dict[str, list[str]] = {}
         for op in ctx.ir.operators.values():
             if op.region:
@@ -115,12 +163,16 @@ class ArmRunner:
             for r in s.regions:
                 need.setdefault(r, []).append(f"{s.role} '{s.name}'")
         self.required_regions = need
+        self.usable: list[str] = []  # ids of the images that made it into images.parquet
 
     def run(self, arm: ArmIR, manifest: ManifestResult) -> None:
         ctx = self.ctx
         for e in manifest.exclusions:
             ctx.tables.add_exclusion(e.arm, e.image_id, e.row, e.stage, e.reason)
         records = list(manifest.records)
+        if imageless(arm):
+            self._imageless(arm, records)
+            return
         images_arm = arm.source == "images"
         n_doses = sum(len(op.doses) for op in ctx.ir.operators.values()) if images_arm else 0
         ctx.progress.task(f"{arm.name}: decode + regions", len(records))
@@ -133,6 +185,20 @@ class ArmRunner:
             self._batch(arm, manifest, records[start:start + size], images_arm)
             ctx.cache.commit()
             ctx.log.flush()
+
+    def _imageless(self, arm: ArmIR, records) -> None:
+        """A `pairs(..., images: false)` arm: image rows without pixels, scores from manifest columns."""
+        ctx = self.ctx
+        for rec in records:
+            ctx.tables.add_image(arm=arm.name, image_id=rec.image_id, row=rec.row, cluster=rec.cluster,
+                                 content_hash=None, width=None, height=None, side=rec.side,
+                                 pair_id=rec.pair_id, manifest=rec.columns)
+            self.usable.append(rec.image_id)
+        scores, excl = manifest_scores(ctx.ir, arm.name, records, skip=self.table_scores)
+        for e in excl:
+            ctx.exclude(e.arm, e.image_id, e.row, e.stage, e.reason)
+        for r in scores.itertuples(index=False):
+            ctx.tables.add_score(r.arm, r.image_id, r.operator, r.dose, r.scorer, r.score)
 
     def _batch(self, arm: ArmIR, manifest: ManifestResult, batch, images_arm: bool) -> None:
         ctx = self.ctx
@@ -162,6 +228,7 @@ class ArmRunner:
             if m is None:  # pairs arms have no regions
                 m = Masks({}, {}, {})
             imgs.append(Img(rec, d.image, d.content_hash, m, {}))
+            self.usable.append(rec.image_id)
             h, w = d.image.shape[:2]
             ctx.tables.add_image(arm=arm.name, image_id=rec.image_id, row=rec.row, cluster=rec.cluster,
                                  content_hash=d.content_hash, width=w, height=h, side=rec.side,
@@ -170,10 +237,40 @@ class ArmRunner:
                 ctx.tables.add_region(arm.name, rec.image_id, name, cov)
         if images_arm:
             original_measures(ctx, arm, imgs, self.specs)
-        original_scores(ctx, arm, imgs, self.slots, self.specs)
+        original_scores(ctx, arm, imgs, self.slots, self.all_specs)
         if images_arm:
             for op in self.ops:
                 op.run(arm, imgs)
+
+    def add_precomputed(self, arm: ArmIR, pre: TableSet) -> None:
+        """After the arm's batches: the tables' rows for its usable images, and the tables' exclusions."""
+        ctx = self.ctx
+        ids = list(self.usable)
+        for r in precomputed_scores(ctx.ir, arm.name, ids, pre).itertuples(index=False):
+            ctx.tables.add_score(r.arm, r.image_id, r.operator, r.dose, r.scorer, r.score)
+        for r in precomputed_measures(ctx.ir, arm.name, ids, pre).itertuples(index=False):
+            ctx.tables.add_measure(r.arm, r.image_id, r.operator, r.dose, r.name, r.role, r.value)
+        files = [t.path for t in pre.tables]
+        for e in pre.exclusions:
+            if e.arm == arm.name:  # reasons start with the table's path (and row)
+                where = next((f for f in files if e.reason.startswith(f"{f} ")), None)
+                ctx.exclude(e.arm, e.image_id, e.row, e.stage, e.reason, path=where)
+
+
+def _table_values(ir: AuditIR, arm: str, pre: TableSet) -> dict[tuple[str, str, float, str], float]:
+    """(image_id, operator, dose rounded to 1e-9, measure) → the table's value, for one arm."""
+    df = precomputed_measures(ir, arm, None, pre)
+    return {(i, o, round(float(d), 9), n): float(v)
+            for i, o, d, n, v in zip(df["image_id"], df["operator"], df["dose"], df["name"], df["value"])}
+
+
+def _arm_plan(ir: AuditIR, arm: str, slots: dict[str, ScorerSlot], specs: list[MeasureSpec],
+              given: dict[str, set[tuple[str, str]]]) -> tuple[list[ScorerSlot], list[MeasureSpec]]:
+    """What one arm computes: every scorer and measure no table provides there (none without images)."""
+    if imageless(ir.arms[arm]):
+        return [], []
+    return ([slot for name, slot in slots.items() if (arm, name) not in given["scores"]],
+            [s for s in specs if (arm, s.name) not in given["measures"]])
 
 
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
@@ -184,25 +281,35 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     out_dir = Path(out_dir)
     spec_dir = spec_path.resolve().parent
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
-    dev = resolve_device(device, needs_torch(_requires(ir)))
     manifests = load_manifests(ir, spec_dir)
+    pre = load_precomputed(ir, spec_dir, manifests)
+    given = provided(pre)
+    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
     _write_inputs(ir, plan, spec_path, out_dir)
     tables = Tables()
     cache = Cache(cache_path)
     log = RunLog(out_dir / "run.log")
     log.note(f"started {started}; device {dev}; cache {cache_path}; batch_size {ir.settings.batch_size}")
+    for d in pre.diagnostics:  # warnings only (errors stopped the run above): rows the audit does not use
+        log.note(f"{d.severity}[{d.code}]: {d.message}" + "".join(f"; {n}" for n in d.notes))
     ctx = RunContext(ir=ir, cache=cache, log=log, tables=tables, progress=Progress(False), device=dev,
                      spec_dir=spec_dir,
                      policies={n: m.on_error for n, m in manifests.items()},
                      manifests={n: m.manifest for n, m in manifests.items()})
     try:
-        slots = [ScorerSlot(ctx, s) for s in ir.scorers.values()]
-        runner = ArmRunner(ctx, slots)
+        # a table-only scorer (`precomputed()`) never gets a slot: its factory cannot build it
+        slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
+        specs = measure_specs(ir)
+        regions = RegionSteps(ctx)  # shared by the arms: a region model loads once
         with Progress(progress) as prog:
             ctx.progress = prog
             for name, arm in ir.arms.items():
+                arm_slots, arm_specs = _arm_plan(ir, name, slots, specs, given)
+                runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, name)
                 runner.run(arm, manifests[name])
-        weights = {s.name: s.weights_sha256() for s in slots}
+                runner.add_precomputed(arm, pre)
+        ran = _runs_somewhere(ir, given["scores"])
+        weights = {n: s.weights_sha256() for n, s in slots.items() if n in ran}
     finally:
         try:
             cache.commit()  # staged values are complete results: keep them even when the run stops
@@ -227,7 +334,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
            "cache": str(cache_path), "batch_size": ir.settings.batch_size,
            "scorers": {s.name: {"plugin": s.call.plugin, "version": s.call.version,
                                 "weights_sha256": weights.get(s.name)} for s in ir.scorers.values()},
-           "counts": counts}
+           "counts": counts,
+           "precomputed": provenance(pre, manifest_provenance(ir, spec_dir))}
     tmp = out_dir / "run.json.tmp"
     tmp.write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, out_dir / "run.json")

@@ -3,8 +3,9 @@
 Entry points (the executor calls these):
 
 - `load_manifest(arm, spec_dir, *, columns=(), on_error="skip", root=None) -> ManifestResult`
-  reads an `images(...)` or `pairs(...)` arm's manifest (CSV or parquet; for
-  `images` without a manifest, the folder's image files, id = file stem) and
+  reads an `images(...)` or `pairs(...)` arm's manifest (CSV, TSV, parquet,
+  JSON lines or a JSON list of records; for `images` without a manifest, the
+  folder's image files, id = file stem) and
   checks everything that can be checked without decoding pixels: the manifest
   exists and is not empty, every needed column exists (id, path, cluster,
   strata, factors, prompt, and the `columns` the caller adds: mask columns,
@@ -15,6 +16,9 @@ Entry points (the executor calls these):
   manifest's path, the column, the columns that exist and a did-you-mean);
   problems with one row become `Exclusion`s (stage "manifest"), or error
   diagnostics when the arm's policy is `on_error: fail`.
+  A `pairs(..., images: false)` arm has no files: each row is two records
+  `ID:preferred` / `ID:other` with `path=None` (clustered by the pair), no
+  path column is needed and nothing is opened (spec/precomputed.md).
 - `decode_image(path, max_pixels) -> np.ndarray` (uint8 H×W×3 sRGB) or raises
   `ImageFailure(stage="decode", reason)`.
 - `decode_record(record, arm_result) -> Decoded | Exclusion`: the same for one
@@ -92,7 +96,7 @@ class ImageRecord:
     arm: str
     image_id: str
     row: int  # 1-based data row of the manifest (header = row 0)
-    path: Path  # resolved file path
+    path: Path | None  # resolved file path (None: a `pairs(..., images: false)` arm has no files)
     display_path: str  # the path as shown to users (relative to the spec folder when possible)
     cluster: str  # the cluster column's value, or the image id (pair id for pairs) without one
     prompt: str | None = None
@@ -308,6 +312,9 @@ def decode_image(path: str | Path, max_pixels: int = 89_478_485) -> np.ndarray:
 
 def decode_record(record: ImageRecord, max_pixels: int = 89_478_485) -> Decoded | Exclusion:
     """Decode one manifest row; a failure becomes an `Exclusion` (stage "decode")."""
+    if record.path is None:  # a `pairs(..., images: false)` record: nothing to decode
+        return Exclusion(record.arm, record.image_id, record.row, "decode",
+                         f"the arm has no image files (images: false) (row {record.row})")
     try:
         image = decode_image(record.path, max_pixels)
     except ImageFailure as exc:
@@ -337,11 +344,26 @@ def _display(path: Path, spec_dir: Path) -> str:
         return str(path)
 
 
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def imageless(arm) -> bool:
+    """A `pairs(..., images: false)` arm: its pairs have no image files (scores come precomputed)."""
+    return arm.source == "pairs" and arm.call.params.get("images") is False
+
+
 def _read_table(path: Path, text_columns: Sequence[str]):
-    """CSV or parquet → DataFrame, key columns as strings (so id '007' stays '007')."""
+    """CSV, TSV, parquet or JSON → DataFrame, key columns as strings (so id '007' stays '007')."""
     import pandas as pd
 
     suffix = path.suffix.lower()
+    if suffix in JSON_SUFFIXES:
+        from scoreaudit.runtime.precomputed import TableError, read_frame
+
+        try:
+            return read_frame(path, text_columns)
+        except TableError as exc:  # the message names the file and the line
+            raise ValueError(f"{exc.message} ({exc.help})") from None
     if suffix in (".parquet", ".pq"):
         df = pd.read_parquet(path)
     else:
@@ -411,7 +433,9 @@ def _needed_columns(arm, extra: Sequence[str]) -> list[tuple[str, str]]:
     """(column, why) pairs the manifest must have, in a stable order."""
     p = arm.call.params
     needed: list[tuple[str, str]] = []
-    if arm.source == "pairs":
+    if imageless(arm):
+        pass  # `preferred`/`other` only name the two sides: no path columns
+    elif arm.source == "pairs":
         needed += [(p["preferred"], "preferred"), (p["other"], "other")]
     else:
         needed.append((p.get("path", "path"), "path"))
@@ -552,6 +576,43 @@ def _records_from_rows(col: _Collector, arm, rows: list[tuple[int, dict[str, Any
     return records
 
 
+def _imageless_records(col: _Collector, arm, rows: list[tuple[int, dict[str, Any]]],
+                       shown: str | None) -> list[ImageRecord]:
+    """Rows of a `pairs(..., images: false)` manifest → two records per pair, no file read.
+
+    Same ids and checks as `runtime.precomputed.imageless_rows` (what `scoreaudit check`
+    reads): ids from the id column (the row number without one), a missing id is E0708,
+    a repeated id E0703; the cluster is the `cluster` column, else the pair.
+    """
+    p = arm.call.params
+    id_col = p.get("id", "id")
+    cluster_col = arm.cluster or p.get("cluster")
+    prompt_col = p.get("prompt")
+    have_id = bool(rows) and id_col in rows[0][1]
+    first_row: dict[str, int] = {}
+    records: list[ImageRecord] = []
+    for row_no, values in rows:
+        base_id = _text(values.get(id_col)) if have_id else str(row_no)
+        if base_id is None:
+            col.error("E0708", f"arm '{arm.name}': row {row_no} has no value in id column '{id_col}'",
+                      help="give every row a unique id")
+            continue
+        if base_id in first_row:
+            col.error("E0703",
+                      f"duplicate pair id '{base_id}' in manifest '{col.manifest}': row {first_row[base_id]} and row {row_no}",
+                      help="ids must be unique within an arm; rename or remove one of the rows")
+            continue
+        first_row[base_id] = row_no
+        cluster = (_text(values.get(cluster_col)) if cluster_col else None) or base_id
+        prompt = _text(values.get(prompt_col)) if prompt_col else None
+        for side in ("preferred", "other"):
+            records.append(ImageRecord(
+                arm=arm.name, image_id=f"{base_id}:{side}", row=row_no, path=None,
+                display_path=f"{shown} row {row_no}", cluster=cluster, prompt=prompt, side=side,
+                pair_id=base_id, columns=dict(values)))
+    return records
+
+
 def _folder_rows(col: _Collector, folder: Path, spec_dir: Path) -> list[tuple[int, dict[str, Any]]]:
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
     seen: dict[str, str] = {}
@@ -612,13 +673,15 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
             col.error("E0701", f"manifest '{shown_manifest}' of arm '{arm.name}' not found",
                       help="check the path (it is relative to the spec's folder)")
             return result()
-        text_cols = [p.get("id", "id"), p.get("path", "path"), arm.cluster or p.get("cluster") or "",
-                     p.get("preferred") or "", p.get("other") or ""]
+        text_cols = [p.get("id", "id"), p.get("path", "path"), arm.cluster or p.get("cluster") or ""]
+        if not imageless(arm):  # without images, preferred/other name sides, not (text) path columns
+            text_cols += [p.get("preferred") or "", p.get("other") or ""]
         try:
             df = _read_table(manifest_path, [c for c in text_cols if c])
         except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
             col.error("E0701", f"cannot read manifest '{shown_manifest}': {exc}",
-                      help="the manifest must be a CSV file with a header row, or a parquet file")
+                      help="the manifest must be a CSV/TSV file with a header row, a parquet file, "
+                           "JSON lines (.jsonl) or a JSON list of records (.json)")
             return result()
         available = tuple(df.columns)
         if not _check_columns(col, arm, available, _needed_columns(arm, columns)):
@@ -630,7 +693,10 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
         col.error("E0705", f"{where} of arm '{arm.name}' has no images",
                   help="add at least one row (image) or remove the arm")
         return result(available=available)
-    records = _records_from_rows(col, arm, rows, base_dir, spec_dir, root_path, max_pixels, probe)
+    if imageless(arm):
+        records = _imageless_records(col, arm, rows, shown_manifest)
+    else:
+        records = _records_from_rows(col, arm, rows, base_dir, spec_dir, root_path, max_pixels, probe)
     if not records and not col.diagnostics:
         col.error("E0705", f"arm '{arm.name}' has no usable images: every row was excluded",
                   notes=tuple(f"row {e.row}: {e.reason}" for e in col.exclusions[:5]),

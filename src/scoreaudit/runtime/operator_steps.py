@@ -11,12 +11,19 @@ call. Three kinds of cached steps:
 The identity dose is never swept for pixels or scored: its variant is the
 original image and its score row copies the original's score. It is swept
 only when its measures are missing (they need the operator's `info`).
+
+Scorers and measures a precomputed table provides on the arm are not in
+`slots`/`specs` (the executor leaves them out); a score item's `measures`
+still holds every declared measure's change, a table-provided one read from
+`table_values`, so a scorer that reads them (planted) sees the same item, and
+the same cache key, either way. With no scorer and no measure left, the
+operator does no work on the arm.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -46,12 +53,16 @@ class OperatorFailure(Exception):
 
 
 class OperatorSteps:
-    def __init__(self, ctx: RunContext, op: OperatorIR, specs: list[MeasureSpec], slots: list[ScorerSlot]):
+    def __init__(self, ctx: RunContext, op: OperatorIR, specs: list[MeasureSpec], slots: list[ScorerSlot],
+                 table_values: Mapping[tuple[str, str, float, str], float] | None = None):
         self.ctx = ctx
         self.op = op
         self.specs = specs
         self.declared = [s for s in specs if s.role != "builtin"]
         self.slots = slots
+        # every declared measure/covariate (declaration order); those not in `specs` come from the table
+        self.measure_names = [m.name for m in ctx.ir.measures.values()]
+        self.table_values = dict(table_values or {})
         # the identity dose is always swept and written, even if a hand-built IR left it out
         self.doses = sorted({float(d) for d in op.doses} | {float(op.identity)})
         self.tmax = max((abs(d - op.identity) for d in self.doses), default=0.0) or 1.0
@@ -93,6 +104,9 @@ class OperatorSteps:
     def run(self, arm: ArmIR, imgs: list[Img]) -> None:
         ctx, op, ident = self.ctx, self.op, self.op.identity
         doses = self.doses
+        if not self.slots and not self.specs:  # tables provide everything on this arm
+            ctx.progress.advance(f"{arm.name}: operators + measures", len(imgs))
+            return
         vsteps = {(i, d): self._variant_key(arm.name, img, d) for i, img in enumerate(imgs) for d in doses}
         vlook = Lookup(ctx, (vsteps[i, d] for i in range(len(imgs)) for d in doses if d != ident))
         msteps = {(i, d, s.role, s.name): self._measure_key(arm.name, img, d, vsteps[i, d], s)
@@ -103,7 +117,7 @@ class OperatorSteps:
         failed: set[int] = set()
         for i, img in enumerate(imgs):
             need = [d for d in doses
-                    if (d != ident and not vlook.has(vsteps[i, d].key))
+                    if (self.slots and d != ident and not vlook.has(vsteps[i, d].key))
                     or any(not mlook.has(msteps[i, d, s.role, s.name].key) for s in self.specs)]
             if not need:
                 continue
@@ -136,6 +150,9 @@ class OperatorSteps:
                             f"{v['failure']} ({op.name}@{d:g})")
             ctx.tables.add_measure(arm.name, img.record.image_id, op.name, d, name, role, as_float(v))
 
+        if not self.slots:  # measures only: no variant needs scoring (nor its recorded hash)
+            ctx.progress.advance(f"{arm.name}: operators + measures", len(imgs))
+            return
         requests = self._score_requests(arm, imgs, live, vsteps, vlook, values, pixels)
         recorded = {(i, float(d)): vlook.get(vsteps[i, float(d)].key)["content_hash"]
                     for i in live for d in self.doses if d != ident}
@@ -161,8 +178,7 @@ class OperatorSteps:
             for d in self.doses:
                 if d == ident:
                     continue
-                deltas = {s.name: as_float(values[i, d, s.role, s.name]) - as_float(values[i, ident, s.role, s.name])
-                          for s in self.declared}
+                deltas = self._deltas(img, i, d, values)
                 item = make_item(img.record, op.name, d, (d - ident) / self.tmax, self.placebo, deltas)
                 chash = vlook.get(vsteps[i, d].key)["content_hash"]
                 getter = (lambda i=i, d=d: pixels[i, d])
@@ -170,6 +186,22 @@ class OperatorSteps:
                     req = slot.request(img.record, chash, slot.prompt_for(arm, img.record), item, getter)
                     out[slot.name].append((i, d, req))
         return out
+
+    def _deltas(self, img: Img, i: int, d: float, values) -> dict[str, float]:
+        """Each declared measure's change from the identity dose (computed, or from the table)."""
+        ident = self.op.identity
+        computed = {s.name: s for s in self.declared}
+        out = {}
+        for name in self.measure_names:
+            s = computed.get(name)
+            if s is not None:
+                out[name] = as_float(values[i, d, s.role, name]) - as_float(values[i, ident, s.role, name])
+            else:
+                out[name] = self._table(img, d, name) - self._table(img, ident, name)
+        return out
+
+    def _table(self, img: Img, dose: float, name: str) -> float:
+        return self.table_values.get((img.record.image_id, self.op.name, round(float(dose), 9), name), float("nan"))
 
     def _sweep_for_scores(self, arm, imgs, requests, pixels, recorded) -> set[int]:
         """Re-create the pixels of variants whose scores are missing (their recipe was cached).

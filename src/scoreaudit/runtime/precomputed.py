@@ -929,6 +929,8 @@ def provenance(tables: TableSet, manifest_sources: Sequence[Mapping[str, Any]] =
 
     Entry: {"file", "sha256", "provides": "scores" | "measures", "arm" (null: the
     audit block's table), "names": the scorers/measures it gave the audit,
+    "by_arm": {arm: those names it gave that arm} (what the report's appendix
+    reads: an audit block's table may give a scorer on one arm only),
     "rows": rows in the file, "used": cells the audit read}. `manifest_sources`
     are extra entries built by the caller for manifest-column scores (same keys).
     """
@@ -936,9 +938,12 @@ def provenance(tables: TableSet, manifest_sources: Sequence[Mapping[str, Any]] =
     for t in tables.tables:
         df = tables.frame(t.kind)
         used = df[df["file"] == t.path] if len(df) else df
+        by_arm: dict[str, list[str]] = {}
+        for arm, name in sorted(set(zip(used["arm"], used["name"]))) if len(used) else ():
+            by_arm.setdefault(str(arm), []).append(str(name))
         out.append({"file": t.path, "sha256": t.sha256, "provides": t.kind, "arm": t.arm,
-                    "names": sorted(set(used["name"])) if len(used) else [], "rows": t.n_rows,
-                    "used": int(len(used))})
+                    "names": sorted(set(used["name"])) if len(used) else [], "by_arm": by_arm,
+                    "rows": t.n_rows, "used": int(len(used))})
     out += [dict(m) for m in manifest_sources]
     return sorted(out, key=lambda e: (e["provides"], e["file"], e.get("arm") or ""))
 
@@ -959,7 +964,7 @@ def manifest_provenance(ir: AuditIR, spec_dir: str | Path) -> list[dict[str, Any
         except OSError:
             sha = None
         out.append({"file": Path(rel).as_posix(), "sha256": sha, "provides": "scores", "arm": arm_name,
-                    "names": sorted(names), "source": "manifest columns"})
+                    "names": sorted(names), "by_arm": {arm_name: sorted(names)}, "source": "manifest columns"})
     return out
 
 

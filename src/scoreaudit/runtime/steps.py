@@ -40,8 +40,12 @@ class RunContext:
     def seed(self) -> int:
         return self.ir.settings.seed
 
-    def exclude(self, arm: str, image_id: str | None, row: int | None, stage: str, reason: str) -> None:
-        """Record an exclusion; under `on_error: fail` stop the run with it as an E0706 diagnostic."""
+    def exclude(self, arm: str, image_id: str | None, row: int | None, stage: str, reason: str,
+                path: str | None = None) -> None:
+        """Record an exclusion; under `on_error: fail` stop the run with it as an E0706 diagnostic.
+
+        `path` is the file the problem is in, when it is not the arm's manifest (a precomputed table).
+        """
         self.tables.add_exclusion(arm, image_id, row, stage, reason)
         if self.policies.get(arm, self.ir.settings.on_error) == "fail":
             from scoreaudit.diagnostics import DiagnosticError
@@ -49,7 +53,7 @@ class RunContext:
 
             shown = reason if row is None or f"row {row}" in reason else f"{reason} (row {row})"
             raise DiagnosticError(exclusion_errors([Exclusion(arm, image_id, row, stage, shown)],
-                                                   path=self.manifests.get(arm)))
+                                                   path=path or self.manifests.get(arm)))
 
     def plugin(self, kind: str, name: str, params: dict[str, Any]) -> Any:
         """One instance per (kind, plugin, params), built with the run's device."""

@@ -1,4 +1,5 @@
-"""Appendix: the exact spec and its hash, the plan summary, the environment, the lock."""
+"""Appendix: the exact spec and its hash, the plan summary, the environment, the lock,
+and where the numbers came from (computed, or read from a precomputed file and its sha256)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,61 @@ def appendix(ctx) -> dict:
         "tool": r.get("tool") or {},
         "lock": [(k, "\u2014" if lock.get(k) in (None, "") else str(lock.get(k)))
                  for k in ("status", "path", "locked_at", "first_score_at", "spec_sha256", "hypotheses_sha256")],
-        "precomputed": r.get("precomputed") or [],
+        "precomputed": [_file(e) for e in (r.get("precomputed") or []) if isinstance(e, dict)],
+        "sources": sources(r),
         "schema_version": r.get("schema_version"),
     }
+
+
+MANIFEST = "manifest columns"
+
+
+def _given(entry: dict, arm: str) -> list[str]:
+    """Names an entry of results.json["precomputed"] gave one arm (older bundles: no `by_arm`)."""
+    by_arm = entry.get("by_arm")
+    if isinstance(by_arm, dict):
+        return list(by_arm.get(arm) or ())
+    return list(entry.get("names") or ()) if entry.get("arm") in (None, arm) else []
+
+
+def sources(r: dict) -> list[dict]:
+    """Per scorer and arm a cell reports, and per table-provided measure and arm: where its numbers came from.
+
+    A scores table wins over manifest columns (the runtime reads the table then);
+    without either, scoreaudit computed the scores itself.
+    """
+    entries = [e for e in (r.get("precomputed") or []) if isinstance(e, dict)]
+    pairs = sorted({(c["scorer"], a) for c in (r.get("cells") or []) if c.get("scorer")
+                    for a in (c.get("arms") or [c.get("arm")]) if a})
+    rows = []
+    for scorer, arm in pairs:
+        hits = [e for e in entries if e.get("provides") == "scores" and scorer in _given(e, arm)]
+        tables = [e for e in hits if e.get("source") != MANIFEST]
+        rows.append(_row("scorer", scorer, arm, tables or hits))
+    measured: set[tuple[str, str]] = set()
+    for e in entries:
+        if e.get("provides") != "measures":
+            continue
+        by_arm = e.get("by_arm") if isinstance(e.get("by_arm"), dict) else \
+            ({e["arm"]: e.get("names") or []} if e.get("arm") else {})
+        measured |= {(n, a) for a, names in by_arm.items() for n in names}
+    for name, arm in sorted(measured):
+        rows.append(_row("measure", name, arm, [e for e in entries if e.get("provides") == "measures"
+                                                and name in _given(e, arm)]))
+    return rows
+
+
+def _file(e: dict) -> dict:
+    """One precomputed file as the appendix shows it."""
+    rows, used = e.get("rows"), e.get("used")
+    return {"file": e.get("file") or "\u2014", "sha256": e.get("sha256") or "unknown",
+            "provides": e.get("provides") or "\u2014", "source": e.get("source"),
+            "arm": e.get("arm") or "every arm (its arm column)", "names": ", ".join(e.get("names") or ()),
+            "rows": "\u2014" if rows is None else (f"{fmt.count(rows)} ({fmt.count(used)} used)" if used is not None
+                                                 else fmt.count(rows))}
+
+
+def _row(kind: str, name: str, arm: str, files: list[dict]) -> dict:
+    return {"kind": kind, "name": name, "arm": arm, "computed": not files,
+            "files": [{"file": e.get("file") or "\u2014", "sha256": e.get("sha256") or "unknown",
+                       "manifest": e.get("source") == MANIFEST} for e in files]}
