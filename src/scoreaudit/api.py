@@ -38,7 +38,7 @@ def parse(source: str, path: str = "<input>"):
     return _parse(source, path)
 
 
-def check(path: str | Path, source: str | None = None) -> Checked:
+def check(path: str | Path, source: str | None = None, allow_outside: bool = False) -> Checked:
     """Parse and check a spec; never raises for problems in the spec."""
     from scoreaudit.compiler.check import check as _check
 
@@ -56,7 +56,7 @@ def check(path: str | Path, source: str | None = None) -> Checked:
             from scoreaudit.runtime.precomputed import check_precomputed
 
             spec_dir = Path(path).resolve().parent
-            pre, _ = check_precomputed(ir, spec_dir, root=spec_dir)
+            pre, _ = check_precomputed(ir, spec_dir, root=None if allow_outside else spec_dir)
             more = list(more) + list(pre)
             if has_errors(pre):
                 ir = None
@@ -64,28 +64,30 @@ def check(path: str | Path, source: str | None = None) -> Checked:
     return Checked(path=path, source=source, diagnostics=list(diags), ir=ir)
 
 
-def compile(path: str | Path):
+def compile(path: str | Path, allow_outside: bool = False):
     """Spec file → (AuditIR, ExecutionPlan); raises DiagnosticError on errors."""
     from scoreaudit.compiler.plan import build_plan
 
-    checked = check(path)
+    checked = check(path, allow_outside=allow_outside)
     if not checked.ok or checked.ir is None:
         raise DiagnosticError(checked.diagnostics, checked.source)
     return checked.ir, build_plan(checked.ir)
 
 
 def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
-        cache: str | Path | None = None, progress: bool = True, render_report: bool = True):
+        cache: str | Path | None = None, progress: bool = True, render_report: bool = True,
+        allow_outside: bool = False):
     """Compile, execute (cached, resumable), analyse and render. Returns the results dict."""
     from scoreaudit.runtime.executor import execute
     from scoreaudit.stats.engine import analyse
 
     path = Path(path)
-    ir, plan = compile(path)
+    ir, plan = compile(path, allow_outside=allow_outside)
     out = Path(out) if out is not None else path.parent / "out" / path.stem
     from scoreaudit.reports.lock import write_lock_status
 
-    execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress)
+    execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress,
+            allow_outside=allow_outside)
     write_lock_status(out, path, ir)  # pre-registration status, read by the statistics into results.json
     results = analyse(out, progress=progress)
     if render_report:

@@ -107,7 +107,7 @@ def cmd_run(args) -> int:
 
     try:
         results = api.run(args.file, out=args.out, device=args.device, cache=args.cache,
-                          progress=not args.quiet)
+                          progress=not args.quiet, allow_outside=args.allow_outside)
     except DiagnosticError as e:
         _err(str(e))
         return 1
@@ -206,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", default=None, help="cache file (default: .scoreaudit/cache.sqlite next to the spec)")
     s.add_argument("--fail-on", choices=["refuted"], default=None)
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    s.add_argument("--allow-outside", action="store_true",
+                   help="let the spec read data outside its own folder (refused by default)")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("report", help="re-render the report from a results folder")

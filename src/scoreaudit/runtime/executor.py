@@ -95,10 +95,13 @@ def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[st
     return out
 
 
-def load_manifests(ir: AuditIR, spec_dir: Path) -> dict[str, ManifestResult]:
-    """Read and check every arm's manifest; raise every E07xx problem at once, before any work."""
+def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None) -> dict[str, ManifestResult]:
+    """Read and check every arm's manifest; raise every E07xx problem at once, before any work.
+
+    `root`: files must lie below it (E0707); None allows any path (`run --allow-outside`).
+    """
     results = {name: load_manifest(arm, spec_dir, columns=required_columns(ir, arm),
-                                   on_error=ir.settings.on_error, root=spec_dir)
+                                   on_error=ir.settings.on_error, root=root)
                for name, arm in ir.arms.items()}
     diags = [d for r in results.values() for d in r.diagnostics]
     if has_errors(diags):
@@ -106,14 +109,15 @@ def load_manifests(ir: AuditIR, spec_dir: Path) -> dict[str, ManifestResult]:
     return results
 
 
-def load_precomputed(ir: AuditIR, spec_dir: Path, manifests: dict[str, ManifestResult]) -> TableSet:
+def load_precomputed(ir: AuditIR, spec_dir: Path, manifests: dict[str, ManifestResult],
+                     root: Path | None = None) -> TableSet:
     """Every precomputed table, matched to the manifests' ids; raise every error (E080x) before any work.
 
     The same checks as `scoreaudit check` (runtime.precomputed.check_precomputed),
     on the ids the run will use.
     """
     ids = {n: [r.image_id for r in m.records] for n, m in manifests.items()}
-    pre = load_tables(ir, spec_dir, root=spec_dir).matched(ir, ids)
+    pre = load_tables(ir, spec_dir, root=root).matched(ir, ids)
     diags = list(pre.diagnostics)
     if pre.ok:  # a table that cannot be read provides nothing: its holes would only repeat E0801/E0803
         diags += coverage_diagnostics(ir, ids, pre)
@@ -274,15 +278,20 @@ def _arm_plan(ir: AuditIR, arm: str, slots: dict[str, ScorerSlot], specs: list[M
 
 
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
-            cache_path: Path | None = None, progress: bool = True) -> RunSummary:
-    """Run (or resume) an audit and write its per-image tables; see the module docstring."""
+            cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False) -> RunSummary:
+    """Run (or resume) an audit and write its per-image tables; see the module docstring.
+
+    Data files must lie inside the spec's folder unless `allow_outside` (a spec never reaches
+    outside its project on its own).
+    """
     started = utc_now()
     spec_path = Path(spec_path)
     out_dir = Path(out_dir)
     spec_dir = spec_path.resolve().parent
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
-    manifests = load_manifests(ir, spec_dir)
-    pre = load_precomputed(ir, spec_dir, manifests)
+    root = None if allow_outside else spec_dir
+    manifests = load_manifests(ir, spec_dir, root)
+    pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
     _write_inputs(ir, plan, spec_path, out_dir)

@@ -549,7 +549,7 @@ def _records_from_rows(col: _Collector, arm, rows: list[tuple[int, dict[str, Any
             if not _inside(path, root):
                 col.row_problem("E0707", image_id, row_no,
                                 f"image path in row {row_no} leaves the project folder: {shown}",
-                                help="keep images inside the spec's folder (or run with the flag that allows outside paths)")
+                                help="keep images inside the spec's folder, or run with --allow-outside")
                 continue
             if not path.is_file():
                 col.row_problem("E0704", image_id, row_no, f"image file not found (row {row_no}, {shown})",
@@ -658,6 +658,12 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
                               tuple(records), tuple(col.exclusions), tuple(col.diagnostics),
                               max_pixels, policy)
 
+    for what, path in (("manifest", manifest_path), ("image folder", base_dir)):
+        if path is not None and root_path is not None and not _inside(path, root_path):
+            col.error("E0707", f"{what} '{_display(path, spec_dir)}' of arm '{arm.name}' is outside the "
+                               "spec's folder",
+                      help="move the data under the spec's folder, or run with --allow-outside")
+            return result()
     if manifest_path is None:
         if not base_dir.is_dir():
             col.error("E0701", f"image folder '{_display(base_dir, spec_dir)}' of arm '{arm.name}' not found",

@@ -1,0 +1,79 @@
+"""The demo audit through the command line, as a user runs it: run, fail-on, report, verify, paths."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from scoreaudit import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_demo_data  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("demo")
+    make_demo_data.build(d / "data" / "demo", n_real=8, n_prompts=4)
+    text = (ROOT / "examples" / "demo.audit").read_text()
+    text = text.replace("bootstrap: 2000", "bootstrap: 300").replace("min_real_clusters: 20", "min_real_clusters: 5")
+    (d / "demo.audit").write_text(text.replace("formats: html, pdf", "formats: html"))
+    return d
+
+
+@pytest.fixture(scope="module")
+def bundle(project) -> Path:
+    out = project / "out"
+    rc = cli.main(["run", str(project / "demo.audit"), "--out", str(out), "--quiet"])
+    assert rc == 0
+    return out
+
+
+def test_run_writes_bundle_and_every_cell_has_an_outcome(bundle):
+    res = json.loads((bundle / "results.json").read_text())
+    assert res["cells"] and all(c["outcome"] in {"supported", "refuted", "inconclusive"} for c in res["cells"])
+    assert (bundle / "report.html").exists()
+    # planted_dir prefers lighter skin (asymmetry 0.5): the equivalence claim on it cannot be supported
+    h2 = [c for c in res["cells"] if c["hypothesis"] == "H2" and c["scorer"] == "planted_dir"]
+    assert h2 and h2[0]["estimate"] > 0 and h2[0]["outcome"] != "supported"
+
+
+def test_fail_on_refuted_exits_2_only_when_a_cell_is_refuted(project, bundle):
+    res = json.loads((bundle / "results.json").read_text())
+    refuted = any(c["outcome"] == "refuted" for c in res["cells"])
+    rc = cli.main(["run", str(project / "demo.audit"), "--out", str(bundle), "--quiet", "--fail-on", "refuted"])
+    assert rc == (2 if refuted else 0)
+
+
+def test_report_rerenders_and_verify_passes_then_catches_an_edit(bundle, tmp_path):
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    (copy / "report.html").unlink()
+    assert cli.main(["report", str(copy)]) == 0 and (copy / "report.html").exists()
+    assert cli.main(["verify", str(copy)]) == 0
+    res = json.loads((copy / "results.json").read_text())
+    res["cells"][0]["estimate"] = (res["cells"][0]["estimate"] or 0) + 1.0
+    (copy / "results.json").write_text(json.dumps(res))
+    assert cli.main(["verify", str(copy)]) == 1
+
+
+def test_data_outside_the_project_needs_a_flag(tmp_path, capsys):
+    inner = tmp_path / "proj"
+    inner.mkdir()
+    make_demo_data.build(tmp_path / "shared", n_real=3, n_prompts=1)
+    (inner / "a.audit").write_text('''audit "outside" { version: 1 seed: 1 bootstrap: 50 }
+scorer sharp = sharpness()
+arm real = images("../shared/real", manifest: "../shared/real.csv", kind: real)
+hypothesis H1 "h" { curve(light) > 0 on real for each scorer }
+operator light = lab_shift(channel: L) doses -5, 0, 5
+''')
+    rc = cli.main(["run", str(inner / "a.audit"), "--out", str(inner / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "E0707" in err
+    rc = cli.main(["run", str(inner / "a.audit"), "--out", str(inner / "out"), "--quiet", "--allow-outside"])
+    assert rc == 0
