@@ -303,8 +303,8 @@ def analyse(bundle_dir: Path, progress: bool = True) -> dict:
         "sections": res["sections"],
         "tables": {**names, "exclusions": "tables/exclusions.parquet"},
         "precomputed": run_info.get("precomputed", []),
-        "bundle": str(bundle),
     }
     results = clean(results)
     (bundle / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False), encoding="utf-8")
-    return results
+    # Where the bundle is, for callers only: results.json stays independent of its location.
+    return {**results, "bundle": str(bundle)}
