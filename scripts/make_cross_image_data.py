@@ -10,14 +10,22 @@
 
 Deterministic. The labels are proxies drawn by a program, not people.
 
-    python scripts/make_cross_image_data.py [--out examples/data]
+With `--tiny-models HF_CACHE_DIR`, also builds tiny randomly initialised PickScore and
+ImageReward checkpoints in the official formats, in a fake Hugging Face cache
+(`models--org--name/refs/main` + `snapshots/<commit>/`), and prints the environment that makes
+the example's scorers use them. Their scores are meaningless: this only lets the example run end
+to end without the real weights (needs the models extra: torch, transformers, open_clip).
+
+    python scripts/make_cross_image_data.py [--out examples/data] [--tiny-models HF_CACHE_DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import itertools
+import shlex
 import sys
 from pathlib import Path
 
@@ -106,12 +114,33 @@ def build(out: Path, n_sets: int = 12, n_rated: int = 30, n_pairs: int = 24, see
     return out
 
 
-def main(argv=None) -> None:
+def build_tiny_models(cache: Path, seed: int = 0) -> Path:
+    """Tiny random PickScore_v1 (+ its CLIP processor repo) and ImageReward (+ bert-base-uncased) in `cache`."""
+    from scoreaudit.testing.tiny_models import build_prompt_scorers  # torch, transformers, open_clip
+
+    return build_prompt_scorers(Path(cache), seed=seed)
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "examples" / "data"))
+    ap.add_argument("--tiny-models", metavar="HF_CACHE_DIR", default=None,
+                    help="also build tiny random PickScore and ImageReward checkpoints in this fake HF cache")
     args = ap.parse_args(argv)
+    if args.tiny_models:
+        missing = [m for m in ("torch", "transformers", "open_clip") if importlib.util.find_spec(m) is None]
+        if missing:
+            print(f"error: --tiny-models needs {', '.join(missing)}, which is not installed here: "
+                  "pip install 'scoreaudit[models]'", file=sys.stderr)
+            return 2
     print(f"cross-image data written to {build(Path(args.out))}")
+    if args.tiny_models:
+        cache = build_tiny_models(Path(args.tiny_models).resolve())
+        print(f"tiny random PickScore and ImageReward checkpoints written to {cache} (scores are meaningless)")
+        print("use them with:")
+        print(f"  export HF_HUB_CACHE={shlex.quote(str(cache))} HF_HUB_OFFLINE=1")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

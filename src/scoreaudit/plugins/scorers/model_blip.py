@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from scoreaudit.plugins.base import ScorerUnavailable
-from scoreaudit.plugins.scorers.model_torch import Preprocess, run_batched, unique_prompts
+from scoreaudit.plugins.scorers.model_torch import Preprocess, PromptCache, run_batched, unique_prompts
 from scoreaudit.plugins.scorers.model_weights import WeightsError, load_state_dict, load_strict
 
 IR_MEAN, IR_STD = 0.16717362830052426, 1.0333394966054072
@@ -291,14 +291,30 @@ class ImageRewardImpl:
         self.pre = Preprocess(size=vit["image_size"], crop=vit["image_size"], mean=(0.48145466, 0.4578275, 0.40821073),
                               std=(0.26862954, 0.26130258, 0.27577711), mode="shortest", crop_rule="torchvision")
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
-        self._tok: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tok = PromptCache(self._tokenize)
+
+    def _tokenize(self, prompts: list[str]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        # Padded to max_length, so tokenising together gives each prompt's own tokens.
+        t = self.tokenizer(prompts, padding="max_length", truncation=True, max_length=TEXT_MAX_LENGTH, return_tensors="pt")
+        ids, mask = t["input_ids"].to(self.device), t["attention_mask"].to(self.device)
+        return list(zip(ids, mask))
 
     def _tokens(self, prompts):
-        for p in prompts:
-            if p not in self._tok:
-                t = self.tokenizer(p, padding="max_length", truncation=True, max_length=TEXT_MAX_LENGTH, return_tensors="pt")
-                self._tok[p] = (t["input_ids"][0].to(self.device), t["attention_mask"][0].to(self.device))
-        return (torch.stack([self._tok[p][0] for p in prompts]), torch.stack([self._tok[p][1] for p in prompts]))
+        """Token ids and mask per prompt (the text encoder attends to the image, so only tokens are cached)."""
+        got = self._tok.get(prompts)
+        return torch.stack([i for i, _ in got]), torch.stack([m for _, m in got])
+
+    @staticmethod
+    def trim(ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Drop the padding columns no prompt of the batch uses.
+
+        The official code pads every prompt to 35 tokens, but padded positions are masked
+        (−10000 before the softmax: a weight of exactly 0) and the reward reads position 0, so
+        they never change it; trimming them saves most of the text encoder's work for short
+        prompts. BERT pads on the right, so the used columns are a prefix.
+        """
+        used = int(mask.sum(dim=1).max())
+        return ids[:, :used], mask[:, :used]
 
     @torch.inference_mode()
     def score(self, images, prompts) -> np.ndarray:
@@ -308,6 +324,6 @@ class ImageRewardImpl:
         def fn(sl):
             x = self.pre.batch(images[sl], self.device, self.dtype)
             sel = torch.tensor(idx[sl], device=self.device)
-            return self.model(x, ids[sel], mask[sel])
+            return self.model(x, *self.trim(ids[sel], mask[sel]))
 
         return run_batched(images, self.batch_size, fn)

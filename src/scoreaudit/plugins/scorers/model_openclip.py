@@ -18,7 +18,14 @@ import torch
 from torch import nn
 
 from scoreaudit.plugins.base import ScorerUnavailable
-from scoreaudit.plugins.scorers.model_torch import Preprocess, resolve_device, resolve_precision, run_batched, unique_prompts
+from scoreaudit.plugins.scorers.model_torch import (
+    Preprocess,
+    PromptCache,
+    resolve_device,
+    resolve_precision,
+    run_batched,
+    unique_prompts,
+)
 from scoreaudit.plugins.scorers.model_weights import WeightsError, load_state_dict, load_strict
 
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -97,22 +104,20 @@ class OpenClipPair:
         self.model = model.to(device=device, dtype=dtype).eval()
         self.tokenizer = tokenizer
         self.pre = pre
-        self._text_cache: dict[str, torch.Tensor] = {}
+        self._text = PromptCache(self._encode_text)
 
     @torch.inference_mode()
     def image_features(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         x = self.pre.batch(images, self.device, self.dtype)
         return self.model.encode_image(x).float()
 
+    def _encode_text(self, prompts: list[str]) -> torch.Tensor:
+        return self.model.encode_text(self.tokenizer(prompts).to(self.device)).float()
+
     @torch.inference_mode()
     def text_features(self, prompts: Sequence[str]) -> torch.Tensor:
-        new = [p for p in prompts if p not in self._text_cache]
-        if new:
-            tokens = self.tokenizer(new).to(self.device)
-            feats = self.model.encode_text(tokens).float()
-            for p, f in zip(new, feats):
-                self._text_cache[p] = f
-        return torch.stack([self._text_cache[p] for p in prompts])
+        """One embedding per prompt; each distinct prompt is encoded once per scorer, across batches."""
+        return torch.stack(self._text.get(prompts))
 
 
 def _normalise(x: torch.Tensor) -> torch.Tensor:

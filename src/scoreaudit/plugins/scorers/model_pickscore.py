@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from scoreaudit.plugins.base import ScorerUnavailable
-from scoreaudit.plugins.scorers.model_torch import Preprocess, run_batched, unique_prompts
+from scoreaudit.plugins.scorers.model_torch import Preprocess, PromptCache, run_batched, unique_prompts
 from scoreaudit.plugins.scorers.model_weights import WeightsError
 
 
@@ -65,17 +65,17 @@ class PickScoreImpl:
         self.pre = hf_clip_preprocess(proc_dir)
         self.model = model.to(device=device, dtype=dtype).eval()
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
-        self._text: dict[str, torch.Tensor] = {}
+        self._text = PromptCache(self._encode_text)
+
+    def _encode_text(self, prompts: list[str]) -> torch.Tensor:
+        t = self.tokenizer(prompts, padding=True, truncation=True, max_length=77, return_tensors="pt").to(self.device)
+        out = self.model.text_model(input_ids=t["input_ids"], attention_mask=t["attention_mask"])
+        feats = self.model.text_projection(out.pooler_output).float()
+        return feats / feats.norm(dim=-1, keepdim=True)
 
     def _text_features(self, prompts):
-        new = [p for p in prompts if p not in self._text]
-        if new:
-            t = self.tokenizer(new, padding=True, truncation=True, max_length=77, return_tensors="pt").to(self.device)
-            out = self.model.text_model(input_ids=t["input_ids"], attention_mask=t["attention_mask"])
-            feats = self.model.text_projection(out.pooler_output).float()
-            for p, f in zip(new, feats / feats.norm(dim=-1, keepdim=True)):
-                self._text[p] = f
-        return torch.stack([self._text[p] for p in prompts])
+        """Normalised text embeddings; each distinct prompt is encoded once per scorer, across batches."""
+        return torch.stack(self._text.get(prompts))
 
     @torch.inference_mode()
     def score(self, images, prompts) -> np.ndarray:
