@@ -127,3 +127,16 @@ def test_mean_gap_and_recall_by_hand():
     worst = cross.ranked_recall(df, "human_rank", "prompt", k=1, worst=True)
     # a: human worst is 0.5 (not bottom: 0.2 is); b: human worst 0.1 is the bottom
     assert worst.estimate == pytest.approx(0.5)
+
+
+def test_rank_bootstrap_keeps_duplicated_clusters_apart():
+    """A cluster drawn twice is two clusters of ranks, never one of twice the size (spread stays ≤ 1)."""
+    df = _cf_table(effect=0.3, seed=7, n_sets=12)
+    order = list(dict.fromkeys(df["set_id"]))
+    W = count_matrix(np.random.default_rng(1), 200, len(order))
+    est = cross.rank_spread(df, "race", "set_id", W, order)
+    assert np.nanmax(est.boot) <= 1.0
+    lo, hi = est.interval(0.95)
+    assert lo <= est.estimate <= hi
+    mr = cross.mean_rank(df, "race", "black", "set_id", W, order)
+    assert np.nanmax(mr.boot) <= 6  # ranks within a set of six images

@@ -38,19 +38,26 @@ def cluster_positions(clusters: pd.Series, order: Sequence[str]) -> np.ndarray:
     return clusters.map(pos).to_numpy()
 
 
-def _bootstrap(fn, df: pd.DataFrame, cpos: np.ndarray, W: np.ndarray) -> np.ndarray:
+def _bootstrap(fn, df: pd.DataFrame, cpos: np.ndarray, W: np.ndarray, cluster: str | None = None) -> np.ndarray:
     """Replicates of fn over the arm's shared cluster resamples (a drawn cluster brings all its rows).
 
     `W` is the arm's B × C count matrix (stats/bootstrap.py). A Python loop
     over replicates: these statistics refit a model or re-rank per replicate.
+    When `cluster` names the cluster column, each copy of a cluster drawn twice
+    gets its own label, so statistics that work within clusters (ranks) see two
+    clusters, not one twice the size.
     """
     groups = {int(c): np.flatnonzero(cpos == c) for c in np.unique(cpos) if c == c}
+    labels = df[cluster].astype(str).to_numpy() if cluster else None
     out = np.full(len(W), np.nan)
     for b, row in enumerate(W):
         parts = [groups[c] for c in np.flatnonzero(row) if c in groups for _ in range(int(row[c]))]
         if not parts:
             continue
         sub = df.iloc[np.concatenate(parts)]
+        if labels is not None:
+            copy = np.concatenate([np.full(len(p), k) for k, p in enumerate(parts)])
+            sub = sub.assign(**{cluster: labels[np.concatenate(parts)] + "#" + copy.astype(str)})
         try:
             out[b] = fn(sub)
         except (ValueError, np.linalg.LinAlgError, ZeroDivisionError):
@@ -207,7 +214,7 @@ def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, orde
         d = complete.iloc[:, 0] - complete.iloc[:, 1]
         n = int((d != 0).sum())
         p = float(stats.binomtest(int((d > 0).sum()), n, 0.5).pvalue) if n else 1.0
-    boot = _bootstrap(stat, df, cluster_positions(df[cluster].astype(str), order), W)
+    boot = _bootstrap(stat, df, cluster_positions(df[cluster].astype(str), order), W, cluster)
 
     def p_fn(t, side):
         return p if (side == "greater" and t == 0) else None
@@ -221,7 +228,7 @@ def mean_rank(df: pd.DataFrame, factor: str, level: str, cluster: str, W: np.nda
     if level not in means:
         return Estimate(float("nan"), "fixed", undefined=f"level {level!r} of {factor!r} not in the data")
     boot = _bootstrap(lambda s: mean_ranks(s, factor, cluster)[0].get(level, np.nan), df,
-                      cluster_positions(df[cluster].astype(str), order), W)
+                      cluster_positions(df[cluster].astype(str), order), W, cluster)
     return Estimate(float(means[level]), "bootstrap", boot=boot, detail={"mean_ranks": means})
 
 
