@@ -127,7 +127,7 @@ def test_check_never_imports_torch():
 
 
 def test_check_never_raises_on_odd_but_parsed_input():
-    from scoreaudit.compiler import ast
+    from scoreaudit.grammar import ast
     from scoreaudit.compiler.check import check
 
     module = ast.Module(decls=(ast.OperatorDecl(name=ast.Ident("x"), call=ast.Call(ast.Ident("blur"), ()), doses=None),))

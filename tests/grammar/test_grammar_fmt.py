@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from grammar_testutil import EXAMPLES, GOLDEN, check_golden
 
-from scoreaudit.compiler.ast import strip_spans
+from scoreaudit.grammar.ast import strip_spans
 from scoreaudit.compiler.fmt import format_module
 from scoreaudit.grammar.parser import parse
 

@@ -11,7 +11,7 @@ import time
 
 from grammar_testutil import EXAMPLES
 
-from scoreaudit.compiler.ast import strip_spans
+from scoreaudit.grammar.ast import strip_spans
 from scoreaudit.compiler.fmt import format_module
 from scoreaudit.grammar.parser import parse
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 from grammar_testutil import GOLDEN, NORMATIVE, ROOT, check_golden, dump_ast
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.grammar.parser import ERROR_EXAMPLES, _lark, parse
 
 

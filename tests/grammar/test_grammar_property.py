@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoreaudit.compiler.ast import strip_spans
+from scoreaudit.grammar.ast import strip_spans
 from scoreaudit.compiler.fmt import format_module
 from scoreaudit.grammar.parser import parse
 

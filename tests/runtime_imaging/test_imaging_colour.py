@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 from skimage.color import lab2rgb, rgb2lab
 
-from scoreaudit.runtime.colour import clip_share, lab_to_srgb, lab_to_srgb8, srgb8_to_lab, srgb_to_lab
+from scoreaudit.plugins.colour import clip_share, lab_to_srgb, lab_to_srgb8, srgb8_to_lab, srgb_to_lab
 
 
 def test_forward_matches_skimage_on_random_images():

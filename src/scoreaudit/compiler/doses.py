@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.compiler.resolve import Sink
 from scoreaudit.compiler.values import text
 from scoreaudit.registry import PluginEntry

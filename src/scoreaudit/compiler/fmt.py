@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.grammar.parser import escape
 
 INDENT = "  "

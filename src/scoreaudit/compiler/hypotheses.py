@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from scoreaudit import registry
-from scoreaudit.compiler import ast, ir
+from scoreaudit.compiler import ir
+from scoreaudit.grammar import ast
 from scoreaudit.compiler.params import Bound, bind, fields_of
 from scoreaudit.compiler.values import text
 from scoreaudit.diagnostics import did_you_mean

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, Optional
 
 from pydantic import BaseModel, ValidationError
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.compiler.resolve import REF_KINDS, Decls, Sink
 from scoreaudit.compiler.values import number, product_names, text
 from scoreaudit.diagnostics import did_you_mean

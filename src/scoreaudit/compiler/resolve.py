@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.compiler.values import span_of
 from scoreaudit.diagnostics import Diagnostic, Span, did_you_mean
 

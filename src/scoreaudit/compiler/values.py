@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 
 
 def number(n: ast.Number) -> int | float:

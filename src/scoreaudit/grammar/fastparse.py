@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.diagnostics import Span
 
 #: A declaration with this many nesting tokens (`(`, `[`, `*`, `|`, `&`, `not`, `abs`)

@@ -1,4 +1,4 @@
-"""Text → AST (`scoreaudit.compiler.ast`) plus syntax diagnostics (E01xx).
+"""Text → AST (`scoreaudit.grammar.ast`) plus syntax diagnostics (E01xx).
 
 `parse` never raises: every problem in the input, including binary junk and
 absurd nesting, comes back as a `Diagnostic`. The Lark parser is built once
@@ -25,7 +25,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from scoreaudit.compiler import ast
+from scoreaudit.grammar import ast
 from scoreaudit.compiler.gcpause import paused_gc
 from scoreaudit.diagnostics import Diagnostic, Span
 from scoreaudit.grammar.fastparse import parse_decls

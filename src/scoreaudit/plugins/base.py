@@ -12,6 +12,26 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 
 
+class ImageFailure(Exception):
+    """One image could not be used at one stage (decode, region, ...); `reason` is what a user reads."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+def content_hash(image: np.ndarray) -> str:
+    """sha256 of dtype, shape and pixel bytes: the identity of an image in every cache key."""
+    import hashlib
+
+    arr = np.ascontiguousarray(image)
+    h = hashlib.sha256()
+    h.update(f"{arr.dtype.str}|{arr.shape}|".encode())
+    h.update(arr.tobytes())
+    return h.hexdigest()
+
+
 @dataclass(frozen=True)
 class OperatorOutput:
     """One variant of an image and what the operator observed making it.

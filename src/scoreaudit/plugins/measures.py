@@ -22,7 +22,7 @@ STATS = {"median": np.median, "mean": np.mean}
 
 def _region_lab(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """CIELAB (N×3 float32) of the region's pixels (None: every pixel)."""
-    from scoreaudit.runtime.colour import srgb8_to_lab
+    from scoreaudit.plugins.colour import srgb8_to_lab
 
     pixels = image.reshape(-1, 3) if mask is None else image[np.asarray(mask, bool)]
     return srgb8_to_lab(pixels)

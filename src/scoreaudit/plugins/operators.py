@@ -51,7 +51,7 @@ def _paste(image: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarra
 def _lab_sweep(image: np.ndarray, mask: np.ndarray | None, doses: Sequence[float], identity: float,
                edit: Callable[[np.ndarray, float], np.ndarray]) -> list[OperatorOutput]:
     """Shared body of the CIELAB operators: region pixels → Lab once, `edit` per dose, clip back."""
-    from scoreaudit.runtime.colour import clip_share, lab_to_srgb8, srgb8_to_lab
+    from scoreaudit.plugins.colour import clip_share, lab_to_srgb8, srgb8_to_lab
 
     region = _region(image, mask)
     lab = None
@@ -238,7 +238,7 @@ class Noise:
                 outputs.append(OperatorOutput(image, {}))
                 continue
             if field is None:
-                from scoreaudit.runtime.images import content_hash
+                from scoreaudit.plugins.base import content_hash
 
                 rng = np.random.default_rng([int(seed) & (2**63 - 1), int(content_hash(image)[:16], 16)])
                 field = rng.standard_normal(image.shape, dtype=np.float32)[region]

@@ -4,7 +4,7 @@ Each class follows `plugins.base.Region`: built once per run with its params,
 then `compute(image, ctx) -> bool H×W` per image, on the ORIGINAL image.
 They run on the CPU with OpenCV/numpy (the `device` argument is accepted and
 ignored) and are deterministic. A problem with one image's inputs (a missing
-or mis-sized user mask) raises `runtime.images.ImageFailure(stage="region")`,
+or mis-sized user mask) raises `plugins.base.ImageFailure(stage="region")`,
 which the executor turns into an exclusion.
 """
 
@@ -38,7 +38,7 @@ def _cascade(name: str):
 
 
 def _fail(reason: str):
-    from scoreaudit.runtime.images import ImageFailure
+    from scoreaudit.plugins.base import ImageFailure
 
     return ImageFailure("region", reason)
 

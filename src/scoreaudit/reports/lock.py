@@ -95,19 +95,25 @@ def _parse_time(s: str | None) -> datetime | None:
 
 def write_lock(spec_path: Path, now: str | None = None) -> Path:
     """Check the spec, then write FILE.lock; raises DiagnosticError when the spec has errors."""
-    from scoreaudit import api
-    from scoreaudit.diagnostics import DiagnosticError
+    from scoreaudit.compiler.check import check
+    from scoreaudit.diagnostics import DiagnosticError, has_errors
+    from scoreaudit.grammar.parser import parse
 
     spec_path = Path(spec_path)
-    checked = api.check(spec_path)
-    if not checked.ok or checked.ir is None:
-        raise DiagnosticError(checked.diagnostics, checked.source)
-    per = hypothesis_hashes(checked.ir.hypotheses)
+    source = spec_path.read_text(encoding="utf-8")
+    module, diags = parse(source, str(spec_path))
+    ir = None
+    if module is not None and not has_errors(diags):
+        ir, more = check(module, source, str(spec_path))
+        diags = list(diags) + list(more)
+    if ir is None or has_errors(diags):
+        raise DiagnosticError(diags, source)
+    per = hypothesis_hashes(ir.hypotheses)
     lock = {
         "lock_version": LOCK_VERSION,
         "tool": {"name": "scoreaudit", "version": _version()},
         "spec": spec_path.name,
-        "spec_sha256": hashlib.sha256(checked.source.encode("utf-8")).hexdigest(),
+        "spec_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
         "hypotheses_sha256": hypotheses_sha256(per),
         "hypotheses": per,
         "locked_at": now or _utc_now(),

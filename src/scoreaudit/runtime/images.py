@@ -47,7 +47,6 @@ outside the project folder, E0708 empty id or path value.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import warnings
@@ -57,21 +56,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from scoreaudit.plugins.base import ImageFailure, content_hash  # noqa: F401  (re-exported)
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
 
 
 # --------------------------------------------------------------------------- records
-
-
-class ImageFailure(Exception):
-    """One image could not be used at one stage; `reason` is what a user reads."""
-
-    def __init__(self, stage: str, reason: str) -> None:
-        super().__init__(reason)
-        self.stage = stage
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -138,15 +129,6 @@ class Decoded:
 
 
 # --------------------------------------------------------------------------- decoding
-
-
-def content_hash(image: np.ndarray) -> str:
-    """sha256 of dtype, shape and pixel bytes (identical to runtime.keys.hash_array)."""
-    arr = np.ascontiguousarray(image)
-    h = hashlib.sha256()
-    h.update(f"{arr.dtype.str}|{arr.shape}|".encode())
-    h.update(arr.tobytes())
-    return h.hexdigest()
 
 
 def _composite_on_white(rgb: np.ndarray, alpha: np.ndarray, alpha_max: float) -> np.ndarray:
@@ -358,7 +340,7 @@ def _read_table(path: Path, text_columns: Sequence[str]):
 
     suffix = path.suffix.lower()
     if suffix in JSON_SUFFIXES:
-        from scoreaudit.runtime.precomputed import TableError, read_frame
+        from scoreaudit.runtime.tablefile import TableError, read_frame
 
         try:
             return read_frame(path, text_columns)

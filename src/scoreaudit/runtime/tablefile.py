@@ -1,0 +1,175 @@
+"""Reading a table file (CSV, TSV, parquet, JSON lines, a JSON list of records) as rows.
+
+Shared by manifests (`runtime.images`) and precomputed score/measure tables
+(`runtime.precomputed`): both report problems with file and row number, so
+both read rows with their numbers (1-based; the header is row 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+TEXT = pd.Series(["x"]).dtype  # this pandas' default text dtype (str on pandas 3, object before)
+
+
+def _text(value: Any) -> tuple[str | None, str | None]:
+    """(text, problem): a key cell as text; None text for a missing cell."""
+    if value is None:
+        return None, None
+    if isinstance(value, bool) or isinstance(value, (list, dict)):
+        return None, f"is not a text value ({json.dumps(value)})"
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return None, None
+        if float(value).is_integer():
+            value = int(value)
+    text = str(value).strip()
+    return (text or None), None
+
+
+
+
+class TableError(Exception):
+    """A file cannot be read as a table; `message` and `help` are what a user reads."""
+
+    def __init__(self, message: str, help: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.help = help
+
+
+@dataclass(frozen=True)
+class Records:
+    """A file's rows as stored: (row number, {column: raw value}), columns in first-seen order."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[int, dict[str, Any]], ...]
+    sha256: str
+    format: str  # csv | tsv | parquet | jsonl | json
+
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
+           ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+FORMAT_HELP = "use CSV (.csv), TSV (.tsv), parquet (.parquet), JSON lines (.jsonl) or a JSON list of records (.json)"
+
+
+def _columns_of(rows: Iterable[tuple[int, dict]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(k for _, r in rows for k in r))
+
+
+def _read_delimited(data: bytes, sep: str) -> tuple[tuple[str, ...], list[tuple[int, dict]]]:
+    import io
+
+    # Every cell as its text: "" is a missing value, "nan"/"inf" are kept for their own messages,
+    # and ids like "007" keep their zeros.
+    df = pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                     encoding="utf-8-sig")
+    cols = tuple(str(c) for c in df.columns)
+    rows = [(i, dict(zip(cols, vals))) for i, vals in enumerate(df.itertuples(index=False, name=None), start=1)]
+    return cols, rows
+
+
+def _read_parquet(path: Path) -> tuple[tuple[str, ...], list[tuple[int, dict]]]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    cols = tuple(str(c) for c in table.column_names)
+    return cols, [(i, {str(k): v for k, v in rec.items()}) for i, rec in enumerate(table.to_pylist(), start=1)]
+
+
+def _json_value(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TableError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                         "fix the JSON (a JSON list of records: [{\"id\": ..., ...}, ...], or one "
+                         "record per line in a .jsonl file)") from None
+
+
+def _read_json_lines(text: str, shown: str) -> list[tuple[int, dict]]:
+    rows = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        rec = _json_value(line, f"{shown} line {no}")
+        if not isinstance(rec, dict):
+            raise TableError(f"{shown} line {no} is not a JSON object (a record)",
+                             "write one object per line: {\"id\": \"img_1\", ...}")
+        rows.append((no, rec))
+    return rows
+
+
+def _read_json(text: str, shown: str) -> list[tuple[int, dict]]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # several JSON values: one record per line under a .json name
+            return _read_json_lines(text, shown)
+        raise TableError(f"{shown}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                         "fix the JSON: a list of records [{\"id\": ..., ...}, ...]") from None
+    if not isinstance(doc, list):
+        raise TableError(f"{shown} holds a JSON {type(doc).__name__ if not isinstance(doc, dict) else 'object'}, "
+                         "not a list of records",
+                         "write the records as a JSON list: [{\"id\": \"img_1\", ...}, ...]")
+    rows = []
+    for no, rec in enumerate(doc, start=1):
+        if not isinstance(rec, dict):
+            raise TableError(f"{shown} record {no} is not a JSON object", "every list item must be {...}")
+        rows.append((no, rec))
+    return rows
+
+
+def read_records(path: str | Path, shown: str | None = None) -> Records:
+    """Read any supported file as raw rows; raises `TableError` (message + help) when it cannot."""
+    path = Path(path)
+    shown = shown or str(path)
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise TableError(f"{shown}: unsupported table format '{path.suffix or '(no extension)'}'", FORMAT_HELP)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise TableError(f"{shown} not found", "check the path (it is relative to the spec's folder)") from None
+    except OSError as exc:
+        raise TableError(f"cannot read {shown} ({exc.strerror or exc})", "check the file's permissions") from None
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        if fmt in ("csv", "tsv"):
+            cols, rows = _read_delimited(data, "\t" if fmt == "tsv" else ",")
+        elif fmt == "parquet":
+            cols, rows = _read_parquet(path)
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise TableError(f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 "save the file as UTF-8") from None
+            rows = _read_json_lines(text, shown) if fmt == "jsonl" else _read_json(text, shown)
+            cols = _columns_of(rows)
+    except TableError:
+        raise
+    except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
+        raise TableError(f"cannot read {shown} as {fmt}: {exc}", FORMAT_HELP) from None
+    return Records(tuple(cols), tuple(rows), digest, fmt)
+
+
+def read_frame(path: str | Path, text_columns: Sequence[str] = ()) -> pd.DataFrame:
+    """A JSON-list / JSON-lines file as a DataFrame (a manifest), `text_columns` as strings.
+
+    For the manifest loader: JSON values keep their types (numbers stay
+    numbers, null is missing), key columns become text so id 7 and "7" agree.
+    """
+    rec = read_records(path)
+    df = pd.DataFrame([r for _, r in rec.rows], columns=list(rec.columns))
+    for c in text_columns:
+        if c in df.columns:
+            df[c] = pd.Series([_text(v)[0] for v in df[c]], index=df.index, dtype=TEXT)
+    return df
