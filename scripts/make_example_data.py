@@ -225,22 +225,25 @@ def _write(path: Path, rows: list[dict]) -> None:
 # ---------------------------------------------------------------- tiny models
 
 
-def build_tiny_models(root: Path, seed: int = 0) -> dict:
-    """Tiny random laion_aesthetic, hpsv2, pickscore and image_reward checkpoints in root/hf.
+def build_tiny_models(root: Path, seed: int = 0) -> Path:
+    """Tiny random laion_aesthetic, hpsv2, pickscore and image_reward checkpoints; returns root/hf.
 
-    Registers tiny open_clip configs under ViT-L-14-quickgelu and ViT-H-14 in THIS process
-    (written to root/open_clip_cfgs) first: the open_clip scorers build those names. Returns
-    {"cache": root/hf, "saved": the configs replaced, for restore_open_clip}.
+    The open_clip scorers build ViT-L-14-quickgelu and ViT-H-14 by name, so tiny configs are
+    written to root/open_clip_cfgs and registered under those names while building (then the
+    previous configs are restored); `run_with_tiny_models` registers them again to run.
     """
     from scoreaudit.testing import tiny_models as tm  # torch, transformers, open_clip
 
     root = Path(root)
     cache, local = root / "hf", root / "local"
     saved = tm.register_tiny_open_clip(root / "open_clip_cfgs", names=("ViT-L-14-quickgelu", "ViT-H-14"))
-    tm.build_laion(cache, local, seed)
-    tm.build_hpsv2(cache, local, seed)
-    tm.build_prompt_scorers(cache, seed)
-    return {"cache": cache, "saved": saved}
+    try:
+        tm.build_laion(cache, local, seed)
+        tm.build_hpsv2(cache, local, seed)
+        tm.build_prompt_scorers(cache, seed)
+    finally:
+        tm.restore_open_clip(saved)
+    return cache
 
 
 def register_tiny_configs(root: Path) -> dict:
@@ -257,16 +260,26 @@ def register_tiny_configs(root: Path) -> dict:
 
 
 def run_with_tiny_models(spec: Path, root: Path, out: Path | None = None, progress: bool = True) -> dict:
-    """`scoreaudit.api.run(spec)` in this process, on the tiny models of `root` (offline)."""
-    os.environ.update({"HF_HUB_CACHE": str(Path(root) / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    """`scoreaudit.api.run(spec)` in this process, offline, on the tiny models of `root`.
+
+    The environment and open_clip's config table are restored afterwards.
+    """
     from scoreaudit import api
     from scoreaudit.testing.tiny_models import restore_open_clip
 
+    env = {"HF_HUB_CACHE": str(Path(root) / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     saved = register_tiny_configs(root)
     try:
         return api.run(spec, out=out, device="cpu", progress=progress)
     finally:
         restore_open_clip(saved)
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def main(argv=None) -> int:
@@ -300,10 +313,10 @@ def main(argv=None) -> int:
         print(f"body_warp data written to {out}: {n['bodies']} figures with torso masks")
     if args.tiny_models:
         root = Path(args.tiny_models).resolve()
-        built = build_tiny_models(root)
+        cache = build_tiny_models(root)
         print(f"tiny random laion_aesthetic, hpsv2, pickscore and image_reward checkpoints written to "
-              f"{built['cache']} (scores are meaningless)")
-        print(f"  pickscore / image_reward in any process: export HF_HUB_CACHE={shlex.quote(str(built['cache']))} "
+              f"{cache} (scores are meaningless)")
+        print(f"  pickscore / image_reward in any process: export HF_HUB_CACHE={shlex.quote(str(cache))} "
               "HF_HUB_OFFLINE=1")
         print("  laion_aesthetic / hpsv2 need tiny open_clip configs registered in the running process: run the "
               f"audit with --run SPEC, or from Python: run_with_tiny_models(spec, {str(root)!r})")
