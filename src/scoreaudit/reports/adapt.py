@@ -177,7 +177,7 @@ def _factors(rows: list, ctx) -> list:
                     "factor": _first(d, "factor", default=(c.get("params") or {}).get("factor")),
                     "model": _first(d, "model", default=(c.get("params") or {}).get("model")),
                     "effect": c.get("estimate"), "ci_low": c.get("ci_low"), "ci_high": c.get("ci_high"),
-                    "p": c.get("p"), "wald_df": d.get("wald_df"), "levels": levels})
+                    "p": _first(d, "wald_p", default=c.get("p")), "wald_df": d.get("wald_df"), "levels": levels})
     return out
 
 

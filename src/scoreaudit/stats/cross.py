@@ -206,9 +206,10 @@ def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, orde
     means, per = mean_ranks(df, factor, cluster)
     est = (max(means.values()) - min(means.values())) / denom
     complete = per.dropna()
-    p = float("nan")
+    p, chi2 = float("nan"), None
     if complete.shape[1] >= 3 and len(complete) >= 2:
-        p = float(stats.friedmanchisquare(*[complete[c].to_numpy() for c in complete.columns]).pvalue)
+        fr = stats.friedmanchisquare(*[complete[c].to_numpy() for c in complete.columns])
+        p, chi2 = float(fr.pvalue), float(fr.statistic)
     elif complete.shape[1] == 2 and len(complete) >= 2:
         # Friedman with two treatments is the sign test; scipy needs three groups.
         d = complete.iloc[:, 0] - complete.iloc[:, 1]
@@ -219,7 +220,9 @@ def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, orde
     def p_fn(t, side):
         return p if (side == "greater" and t == 0) else None
 
-    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, detail={"mean_ranks": means, "friedman_p": p})
+    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn,
+                    detail={"mean_ranks": means, "friedman_p": p, "friedman_statistic": chi2,
+                            "n_clusters": int(len(complete))})
 
 
 def mean_rank(df: pd.DataFrame, factor: str, level: str, cluster: str, W: np.ndarray,
