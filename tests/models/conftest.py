@@ -5,18 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-# huggingface_hub reads these when it is first imported, so they are set before any test
-# module imports transformers or open_clip: the whole session is offline, on a fake cache.
-_ROOT = Path(tempfile.mkdtemp(prefix="scoreaudit-tiny-"))
-os.environ.update({"HF_HUB_CACHE": str(_ROOT / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                   "XDG_CACHE_HOME": str(_ROOT / "xdg")})
+# The session's fake Hugging Face cache is set up by tests/conftest.py (before any import of
+# huggingface_hub); the tiny models are built into it.
+_ROOT = Path(os.environ["HF_HUB_CACHE"]).parent
 
 
 def pytest_collection_modifyitems(items):
