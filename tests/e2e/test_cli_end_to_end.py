@@ -77,3 +77,30 @@ operator light = lab_shift(channel: L) doses -5, 0, 5
     assert rc == 1 and "E0707" in err
     rc = cli.main(["run", str(inner / "a.audit"), "--out", str(inner / "out"), "--quiet", "--allow-outside"])
     assert rc == 0
+
+
+def test_family_setting_splits_the_multiplicity_family(project, bundle):
+    """`family: hypothesis` adjusts each hypothesis's cells separately (statsmodels multipletests)."""
+    from statsmodels.stats.multitest import multipletests
+
+    spec = project / "demo_family.audit"
+    spec.write_text((project / "demo.audit").read_text().replace("correction: bh", "correction: bh\n  family: hypothesis"))
+    out = project / "out_family"
+    assert cli.main(["run", str(spec), "--out", str(out), "--quiet"]) == 0  # scores come from the cache
+    cells = json.loads((out / "results.json").read_text())["cells"]
+    by_h: dict[str, list[dict]] = {}
+    for c in cells:
+        assert c["family"] == c["hypothesis"]
+        by_h.setdefault(c["hypothesis"], []).append(c)
+    checked = 0
+    for group in by_h.values():
+        live = [c for c in group if c["p"] is not None and c["statistic"] not in ("transfers",)]
+        if len(live) < 2:
+            continue
+        ref = multipletests([c["p"] for c in live], method="fdr_bh")[1]
+        if len(live) == len(group):
+            assert [c["q"] for c in live] == pytest.approx(list(ref), abs=1e-12)
+            checked += 1
+    assert checked >= 3
+    one = json.loads((bundle / "results.json").read_text())["cells"]
+    assert {c["family"] for c in one} == {"audit"}

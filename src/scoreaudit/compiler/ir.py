@@ -35,6 +35,7 @@ class Settings(Frozen):
     seed: int = 0
     alpha: float = 0.05
     correction: Literal["bh", "by", "holm", "bonferroni", "none"] = "bh"
+    family: Literal["audit", "hypothesis", "scorer", "arm"] = "audit"  # cells adjusted together
     bootstrap: int = 2000
     scale: Literal["sd", "raw"] = "sd"
     test: Literal["ttest", "wilcoxon", "bootstrap"] = "ttest"

@@ -51,6 +51,17 @@ def _progress(progress: bool, total: int, what: str):
     return p
 
 
+def _family_key(family: str, cell) -> str:
+    """Which multiplicity family a cell belongs to under the audit's `family:` setting."""
+    if family == "hypothesis":
+        return cell.hypothesis
+    if family == "scorer":
+        return cell.scorer
+    if family == "arm":
+        return cell.arm or "+".join(cell.arms)
+    return "audit"
+
+
 def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
     level = 1 - 2 * alpha
     lo, hi = est.interval(level)
@@ -77,9 +88,16 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
             bar.update(bar.task_ids[0], advance=1, cell=cell.id)
     if bar is not None:
         bar.stop()
-    qs = adjust([c["p"] for c in out], ctx.settings.correction, ctx.alpha)
-    for c, q in zip(out, qs):
-        c["q"] = q
+    # Multiplicity: one family per audit by default; `family:` splits it (METHODS).
+    families: dict[str, list[int]] = {}
+    for k, (cell, c) in enumerate(zip(cells, out)):
+        key = _family_key(ctx.settings.family, cell)
+        c["family"] = key
+        families.setdefault(key, []).append(k)
+    for members in families.values():
+        qs = adjust([out[k]["p"] for k in members], ctx.settings.correction, ctx.alpha)
+        for k, q in zip(members, qs):
+            out[k]["q"] = q
     by_claim: dict[str, list[dict]] = {}
     for cell, c in zip(cells, out):
         if cell.test.kind == "claim":
