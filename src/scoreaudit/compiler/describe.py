@@ -33,6 +33,7 @@ SETTING_DOCS = {
     "seed": "seed of every random choice (bootstrap indices, selection groups, planted noise)",
     "alpha": "FDR / family-wise level for every hypothesis cell",
     "correction": "multiplicity correction over all cells: bh, by, holm, bonferroni or none",
+    "family": "which cells are adjusted together: audit (one family, the default), hypothesis, scorer or arm",
     "bootstrap": "cluster-bootstrap resamples",
     "scale": "sd: score changes in units of the arm's original-score SD; raw: scorer units",
     "test": "default test of per-cluster contrasts: ttest, wilcoxon or bootstrap",
