@@ -76,6 +76,9 @@ class ExecutionPlan(BaseModel):
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
 
 
+# Scorers whose numbers are read from data (manifest columns, tables): no model forward passes.
+READ_ONLY_SCORERS = frozenset({"precomputed"})
+
 def canonical(obj: Any) -> str:
     return _ENCODER.encode(obj)
 
@@ -241,17 +244,18 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                           arm=arm_name, images=_mul(n, len(op.doses)), depends_on=mdeps)
         variants[arm_name] = per_image
         for s_name, sc in audit.scorers.items():
+            runs = 0 if sc.call.plugin in READ_ONLY_SCORERS else 1  # scores read from data cost no forward pass
             b.add(f"score/{arm_name}/{s_name}/{ir.ORIGINAL}", "score", plugin=sc.call.plugin, version=sc.call.version,
                   params={"scorer": s_name, **sc.call.params, "operator": ir.ORIGINAL},
                   reads=(f"images/{arm_name}",), writes=(f"scores/{arm_name}/{s_name}/{ir.ORIGINAL}",),
-                  arm=arm_name, images=n, forward_passes=n, depends_on=[f"decode/{arm_name}"])
+                  arm=arm_name, images=n, forward_passes=_mul(n, runs), depends_on=[f"decode/{arm_name}"])
             if arm.source == "images":
                 for o_name, op in audit.operators.items():
                     k = len(op.doses) - 1
                     b.add(f"score/{arm_name}/{s_name}/{o_name}", "score", plugin=sc.call.plugin,
                           version=sc.call.version, params={"scorer": s_name, **sc.call.params, "operator": o_name},
                           reads=(f"variants/{arm_name}/{o_name}",), writes=(f"scores/{arm_name}/{s_name}/{o_name}",),
-                          arm=arm_name, images=_mul(n, k), forward_passes=_mul(n, k),
+                          arm=arm_name, images=_mul(n, k), forward_passes=_mul(_mul(n, k), runs),
                           depends_on=[f"operator/{arm_name}/{o_name}"])
 
     cells = audit.cells()
@@ -322,10 +326,10 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
           reads=tuple(f"cells/{c.id}" for c in cells), writes=("results.json", "report"), depends_on=report_deps)
 
     forward: dict[str, Optional[int]] = {}
-    for s_name in audit.scorers:
+    for s_name, sc in audit.scorers.items():
         total: Optional[int] = 0
         for arm_name in audit.arms:
-            add = _mul(images[arm_name], variants[arm_name])
+            add = 0 if sc.call.plugin in READ_ONLY_SCORERS else _mul(images[arm_name], variants[arm_name])
             total = None if total is None or add is None else total + add
         forward[s_name] = total
     fingerprint = hashlib.sha256(canonical({"schema": PLAN_SCHEMA_VERSION, "algo": KEY_ALGO_VERSION,
