@@ -104,3 +104,24 @@ def test_family_setting_splits_the_multiplicity_family(project, bundle):
     assert checked >= 3
     one = json.loads((bundle / "results.json").read_text())["cells"]
     assert {c["family"] for c in one} == {"audit"}
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+def test_verify_checks_the_pdf_too(bundle, tmp_path):
+    pytest.importorskip("weasyprint")
+    from scoreaudit import api
+    from scoreaudit.reports.verify import verify
+
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    api.render(copy, formats=["html", "pdf"])
+    assert verify(copy) == []
+    # a PDF rendered from edited numbers, next to the true results: verify names it
+    true = (copy / "results.json").read_text()
+    res = json.loads(true)
+    res["cells"][0]["estimate"] = (res["cells"][0]["estimate"] or 0) + 5.0
+    (copy / "results.json").write_text(json.dumps(res))
+    api.render(copy, formats=["pdf"])
+    (copy / "results.json").write_text(true)
+    problems = verify(copy)
+    assert any(p.startswith("report.pdf") and res["cells"][0]["id"] in p for p in problems), problems

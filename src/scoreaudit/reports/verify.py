@@ -213,6 +213,32 @@ def _check_report(bundle: Path, results_path: Path) -> list[str]:
     return compare_reports(html_path.read_text(encoding="utf-8"), render_html(ctx))
 
 
+def _check_pdf(bundle: Path, results: dict) -> list[str]:
+    """Every hypothesis sentence the results give must be in report.pdf's text (needs pdftotext)."""
+    import shutil
+    import subprocess
+
+    from scoreaudit.reports.sentences import cell_sentence
+
+    pdf = bundle / "report.pdf"
+    if not pdf.exists() or shutil.which("pdftotext") is None:
+        return []
+    try:
+        text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True,
+                              timeout=120).stdout
+    except (subprocess.SubprocessError, OSError) as e:
+        return [f"report.pdf: cannot read its text ({e})"]
+    text = re.sub(r"\s+", " ", text)
+    out = []
+    for cell in results.get("cells") or []:
+        sentence = re.sub(r"\s+", " ", cell_sentence(cell))
+        if sentence not in text:
+            out.append(f"report.pdf: does not show the sentence of cell {cell.get('id')}: {sentence[:100]!r}")
+            if len(out) >= 5:
+                break
+    return out
+
+
 def verify(bundle_dir: Path) -> list[str]:
     """Mismatch descriptions (empty when every number recomputes)."""
     bundle = Path(bundle_dir)
@@ -238,6 +264,7 @@ def verify(bundle_dir: Path) -> list[str]:
         mismatches.extend(_compare_tables(bundle, work, stated.get("tables") or {}))
     mismatches.extend(_table_hashes(bundle, stated.get("table_sha256") or {}))
     mismatches.extend(_check_report(bundle, results_path))
+    mismatches.extend(_check_pdf(bundle, fresh))
     if len(mismatches) > MAX_REPORTED:
         extra = len(mismatches) - MAX_REPORTED
         mismatches = mismatches[:MAX_REPORTED] + [f"... and {extra} more mismatch(es)"]
