@@ -57,6 +57,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from scoreaudit.plugins.base import ImageFailure, content_hash  # noqa: F401  (re-exported)
+from scoreaudit.runtime.tablefile import inside as _inside
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
@@ -455,16 +456,6 @@ def _check_columns(col: _Collector, arm, available: Sequence[str], needed) -> bo
             notes=(f"the manifest's columns are: {', '.join(available) or '(none)'}",),
         )
     return ok
-
-
-def _inside(path: Path, root: Path | None) -> bool:
-    if root is None:
-        return True
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
 
 
 def _probe(path: Path, max_pixels: int) -> str | None:

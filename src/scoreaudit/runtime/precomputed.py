@@ -52,6 +52,7 @@ from scoreaudit.compiler.coverage import (  # noqa: F401  (re-exported)
     ProvidedTables, declared_tables, dose_text, provided, uses_precomputed)
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
+from scoreaudit.runtime.tablefile import inside as _inside
 from scoreaudit.runtime.images import Exclusion
 from scoreaudit.runtime.tablefile import TEXT, Records, TableError, _text, read_frame, read_records  # noqa: F401
 
@@ -174,16 +175,6 @@ def _find(available: Sequence[str], names: Sequence[str]) -> str | None:
         if n in available:
             return n
     return None
-
-
-def _inside(path: Path, root: Path | None) -> bool:
-    if root is None:
-        return True
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
 
 
 @dataclass

@@ -173,3 +173,14 @@ def read_frame(path: str | Path, text_columns: Sequence[str] = ()) -> pd.DataFra
         if c in df.columns:
             df[c] = pd.Series([_text(v)[0] for v in df[c]], index=df.index, dtype=TEXT)
     return df
+
+
+def inside(path: Path, root: Path | None) -> bool:
+    """Whether `path` lies under `root` (None: anywhere is allowed): a spec stays in its project."""
+    if root is None:
+        return True
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
