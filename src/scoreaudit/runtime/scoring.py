@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -55,6 +56,31 @@ class ScoreRequest:
     item: ScoreItem
 
 
+def weights_identity(entry: Any, params: dict) -> dict | None:
+    """Cheap identity of a model scorer's weight files, for cache keys: {name: [path, size, mtime_ns]}.
+
+    Read from the scorer's own `locate_for_run` (files found, nothing loaded or
+    hashed), so a fully cached run still never loads the model, while a file
+    replaced at the same path changes every score key of that scorer. None for
+    scorers without weight files, or when the files are not found (the run then
+    stops with the scorer's own message when it needs them).
+    """
+    locate = getattr(entry.impl, "locate_for_run", None)
+    if locate is None:
+        return None
+    try:
+        located = locate(entry.params.model_validate(params))
+    except Exception:  # incomplete arguments, missing extra: the scorer's factory reports it
+        return None
+    if not getattr(located, "ready", False):
+        return None
+    out = {}
+    for name, path in sorted(located.files.items()):
+        st = Path(path).stat()
+        out[name] = [str(Path(path).resolve()), st.st_size, st.st_mtime_ns]
+    return out
+
+
 class ScorerSlot:
     """One declared scorer: how its steps are keyed, and its (lazy) implementation."""
 
@@ -70,6 +96,9 @@ class ScorerSlot:
         self.torch = "torch" in tuple(self.entry.meta.get("requires", ()) or ())
         self.params = dict(sir.call.params)
         self.key_params = {k: v for k, v in self.params.items() if k != "prompt"}
+        files = weights_identity(self.entry, self.params)
+        if files is not None:  # a swapped weights file (same path, new content) is a new input
+            self.key_params["weights_files"] = files
         self._instance: Any = None
         self._weights: str | None = None
         self.weights_step = step_key("weights", sir.call.plugin, sir.call.version, self.key_params,
