@@ -84,14 +84,17 @@ def fmt_stat(s) -> str:
     return f"abs({fmt_call(s.call)})" if isinstance(s, ast.Abs) else fmt_call(s)
 
 
-def fmt_claim(c: ast.Claim) -> str:
-    e = c.expr
+def fmt_expr(e) -> str:
+    """A claim's expression: `θ > t`, `θ within [a, b]`, or a bare statistic."""
     if isinstance(e, ast.Compare):
-        text = f"{fmt_stat(e.left)} {e.op} {e.right.text}"
-    elif isinstance(e, ast.Within):
-        text = f"{fmt_stat(e.left)} within [{e.low.text}, {e.high.text}]"
-    else:
-        text = fmt_call(e.call)
+        return f"{fmt_stat(e.left)} {e.op} {e.right.text}"
+    if isinstance(e, ast.Within):
+        return f"{fmt_stat(e.left)} within [{e.low.text}, {e.high.text}]"
+    return fmt_call(e.call)
+
+
+def fmt_claim(c: ast.Claim) -> str:
+    text = fmt_expr(c.expr)
     if c.arms:
         text += " on " + ", ".join(a.name for a in c.arms)
     if isinstance(c.scorers, ast.EachScorer):

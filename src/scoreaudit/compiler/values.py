@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scoreaudit.compiler import fmt
 from scoreaudit.grammar import ast
 
 
@@ -19,46 +20,23 @@ def number(n: ast.Number) -> int | float:
 
 
 def text(node: Any) -> str:
-    """Canonical source text of a value, call or claim expression."""
-    if isinstance(node, ast.Number):
-        return node.text
-    if isinstance(node, ast.String):
-        escaped = node.value.replace("\\", "\\\\").replace('"', '\\"')
-        return f'"{escaped}"'
-    if isinstance(node, (ast.Name, ast.Ident)):
+    """Canonical source text of a value, call or claim expression (the formatter's, on one line)."""
+    if isinstance(node, (ast.Number, ast.String, ast.Name, ast.ListValue, ast.Column, ast.Product, ast.Call)):
+        return fmt.fmt_value(node)
+    if isinstance(node, ast.Ident):
         return node.name
-    if isinstance(node, ast.ListValue):
-        inner = ", ".join(text(v) for v in node.items)
-        return f"[{inner}]" if node.bracketed else inner
-    if isinstance(node, ast.Column):
-        return f"column({node.name.name})"
-    if isinstance(node, ast.Product):
-        return f"{text(node.left)} * {text(node.right)}"
     if isinstance(node, ast.Arg):
         return text(node.value) if node.name is None else f"{node.name.name}: {text(node.value)}"
-    if isinstance(node, ast.Call):
-        return f"{node.func.name}({', '.join(text(a) for a in node.args)})"
     if isinstance(node, ast.Not):
         return f"not {_region_operand(node.operand)}"
     if isinstance(node, ast.BinaryRegion):
         return f"{_region_operand(node.left)} {node.op} {_region_operand(node.right)}"
     if isinstance(node, ast.Abs):
-        return f"abs({text(node.call)})"
-    if isinstance(node, ast.Compare):
-        return f"{text(node.left)} {node.op} {text(node.right)}"
-    if isinstance(node, ast.Within):
-        return f"{text(node.left)} within [{text(node.low)}, {text(node.high)}]"
-    if isinstance(node, ast.Bare):
-        return text(node.call)
+        return fmt.fmt_stat(node)
+    if isinstance(node, (ast.Compare, ast.Within, ast.Bare)):
+        return fmt.fmt_expr(node)
     if isinstance(node, ast.Claim):
-        out = text(node.expr)
-        if node.arms:
-            out += " on " + ", ".join(a.name for a in node.arms)
-        if isinstance(node.scorers, ast.EachScorer):
-            out += " for each scorer"
-        elif node.scorers:
-            out += " for " + ", ".join(s.name for s in node.scorers)
-        return out
+        return fmt.fmt_claim(node)
     raise TypeError(f"no canonical text for {type(node).__name__}")
 
 
