@@ -143,26 +143,32 @@ def _setting_value(v: Any) -> Any:
     return text(v)
 
 
+def _known_settings(settings, allowed: list[str], where: str, listing: str, st: State) -> dict[str, ast.Setting]:
+    """The block's settings by key, in order; unknown (E0306) and repeated (E0308) ones reported and dropped."""
+    nodes: dict[str, ast.Setting] = {}
+    for s in settings:
+        key = s.key.name
+        if key not in allowed:
+            guess = did_you_mean(key, allowed)
+            st.sink.emit("E0306", s.key, f"unknown setting `{key}` in the {where}",
+                         f"did you mean '{guess}'?" if guess else f"{listing}: {', '.join(allowed)}")
+            continue
+        if key in nodes:
+            st.sink.emit("E0308", s, f"setting `{key}` is given twice", "keep one of them")
+            continue
+        nodes[key] = s
+    return nodes
+
+
 def settings_pass(module: ast.Module, st: State) -> None:
     blocks = [d for d in module.decls if isinstance(d, ast.AuditBlock)]
     if not blocks:
         return
     block = blocks[0]
     allowed = [f for f in ir.Settings.model_fields if f != "title"]
+    nodes = _known_settings(block.settings, allowed, "audit block", "settings", st)
     data: dict[str, Any] = {"title": block.title.value}
-    nodes: dict[str, ast.Setting] = {}
-    for s in block.settings:
-        key = s.key.name
-        if key not in allowed:
-            guess = did_you_mean(key, allowed)
-            st.sink.emit("E0306", s.key, f"unknown setting `{key}` in the audit block",
-                         f"did you mean '{guess}'?" if guess else f"settings: {', '.join(allowed)}")
-            continue
-        if key in nodes:
-            st.sink.emit("E0308", s, f"setting `{key}` is given twice", "keep one of them")
-            continue
-        nodes[key] = s
-        data[key] = _setting_value(s.value)
+    data.update({key: _setting_value(s.value) for key, s in nodes.items()})
     ok = True
     while True:
         try:
@@ -206,19 +212,8 @@ def report_pass(module: ast.Module, st: State) -> None:
     if not blocks:
         return
     data: dict[str, Any] = {}
-    allowed = list(ir.ReportIR.model_fields)
-    nodes: dict[str, ast.Setting] = {}
-    for s in blocks[0].settings:
-        key = s.key.name
-        if key not in allowed:
-            guess = did_you_mean(key, allowed)
-            st.sink.emit("E0306", s.key, f"unknown setting `{key}` in the report block",
-                         f"did you mean '{guess}'?" if guess else f"report settings: {', '.join(allowed)}")
-            continue
-        if key in nodes:
-            st.sink.emit("E0308", s, f"setting `{key}` is given twice", "keep one of them")
-            continue
-        nodes[key] = s
+    nodes = _known_settings(blocks[0].settings, list(ir.ReportIR.model_fields), "report block", "report settings", st)
+    for key, s in nodes.items():
         value = _setting_value(s.value)
         if key == "formats":
             value = tuple(value) if isinstance(value, list) else (value,)
