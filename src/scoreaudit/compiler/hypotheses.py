@@ -270,16 +270,9 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
         scorer_nodes = {s: claim.scorers if isinstance(claim.scorers, ast.EachScorer) else claim.expr
                         for s in scorers}
     else:
-        scorers, scorer_nodes = [], {}
-        for ident in claim.scorers:
-            s = st.decls.resolve(ident, "scorer", sink, f"(after `for` in hypothesis `{h.name.name}`)")
-            if s is None:
-                continue
-            if s in scorers:
-                sink.emit("W0601", ident, f"scorer `{s}` is listed twice in this claim", "list it once")
-                continue
-            scorers.append(s)
-            scorer_nodes[s] = ident
+        scorer_nodes = _resolve_listed(claim.scorers, "scorer", f"(after `for` in hypothesis `{h.name.name}`)",
+                                       st, sink)
+        scorers = list(scorer_nodes)
 
     # arms
     arm_nodes: dict[str, Any] = {}
@@ -296,14 +289,7 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
                 arms = ", ".join(st.decls.names(["arm"])) or "none declared"
                 sink.emit("E0605", claim.expr, f"`{low.name}` is computed on an arm, but this claim names none",
                           f"add `on ARM` after the claim (arms: {arms})")
-        for ident in claim.arms:
-            a = st.decls.resolve(ident, "arm", sink, f"(after `on` in hypothesis `{h.name.name}`)")
-            if a is None:
-                continue
-            if a in arm_nodes:
-                sink.emit("W0601", ident, f"arm `{a}` is listed twice in this claim", "list it once")
-                continue
-            arm_nodes[a] = ident
+        arm_nodes.update(_resolve_listed(claim.arms, "arm", f"(after `on` in hypothesis `{h.name.name}`)", st, sink))
 
     if low is None or test is None or not ok:
         return None
@@ -362,3 +348,17 @@ def lower_hypothesis(h: ast.HypothesisDecl, st) -> Optional[ir.HypothesisIR]:
         return None
     return ir.HypothesisIR(name=h.name.name, title=h.title.value,
                            text="\n".join(text(c) for c in h.claims), cells=tuple(cells))
+
+
+def _resolve_listed(idents, kind: str, where: str, st, sink) -> dict[str, Any]:
+    """Names after `on` / `for`, resolved in order (unknown ones reported); a repeat warns (W0601) once."""
+    out: dict[str, Any] = {}
+    for ident in idents:
+        name = st.decls.resolve(ident, kind, sink, where)
+        if name is None:
+            continue
+        if name in out:
+            sink.emit("W0601", ident, f"{kind} `{name}` is listed twice in this claim", "list it once")
+            continue
+        out[name] = ident
+    return out
