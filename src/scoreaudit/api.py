@@ -38,8 +38,14 @@ def parse(source: str, path: str = "<input>"):
     return _parse(source, path)
 
 
-def check(path: str | Path, source: str | None = None, allow_outside: bool = False) -> Checked:
-    """Parse and check a spec; never raises for problems in the spec."""
+def check(path: str | Path, source: str | None = None, allow_outside: bool = False,
+          tables: bool = True) -> Checked:
+    """Parse and check a spec; never raises for problems in the spec.
+
+    `tables`: also read any precomputed tables and check they cover every cell
+    (`run` leaves this to the executor, which does the same check on the ids it
+    will use, so the tables are read once per run).
+    """
     from scoreaudit.compiler.check import check as _check
 
     path = str(path)
@@ -50,7 +56,7 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
         ir, more = _check(module, source, path)
         from scoreaudit.compiler.coverage import uses_precomputed
 
-        if ir is not None and not has_errors(more) and Path(path).is_file() and uses_precomputed(ir):
+        if tables and ir is not None and not has_errors(more) and Path(path).is_file() and uses_precomputed(ir):
             # Precomputed tables: every (image, operator, dose, scorer) a hypothesis needs must be
             # present before anything runs.
             from scoreaudit.runtime.precomputed import check_precomputed
@@ -64,11 +70,11 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
     return Checked(path=path, source=source, diagnostics=list(diags), ir=ir)
 
 
-def compile(path: str | Path, allow_outside: bool = False):
+def compile(path: str | Path, allow_outside: bool = False, tables: bool = True):
     """Spec file → (AuditIR, ExecutionPlan); raises DiagnosticError on errors."""
     from scoreaudit.compiler.plan import build_plan
 
-    checked = check(path, allow_outside=allow_outside)
+    checked = check(path, allow_outside=allow_outside, tables=tables)
     if not checked.ok or checked.ir is None:
         raise DiagnosticError(checked.diagnostics, checked.source)
     return checked.ir, build_plan(checked.ir)
@@ -82,7 +88,7 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     from scoreaudit.stats.engine import analyse
 
     path = Path(path)
-    ir, plan = compile(path, allow_outside=allow_outside)
+    ir, plan = compile(path, allow_outside=allow_outside, tables=False)  # the executor checks the tables
     out = Path(out) if out is not None else path.parent / "out" / path.stem
     from scoreaudit.reports.lock import write_lock_status
 
