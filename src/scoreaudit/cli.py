@@ -168,6 +168,17 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def cmd_lsp(args) -> int:
+    try:
+        from scoreaudit.lsp.server import main as serve
+    except ImportError as e:  # pygls / lsprotocol are the `lsp` extra
+        from scoreaudit.exitcodes import Exit
+
+        _err(f"error: the language server needs the lsp extra ({e.name or e}): pip install 'scoreaudit[lsp]'")
+        return int(Exit.ENVIRONMENT)
+    return serve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="scoreaudit", description="Audit image aesthetic / preference scorers.")
     p.add_argument("--version", action="version", version=f"scoreaudit {_version()}")
@@ -231,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None)
     s.add_argument("--quiet", "-q", action="store_true")
     s.set_defaults(func=cmd_simulate)
+
+    s = sub.add_parser("lsp", help="language server for editors, over stdin/stdout (the lsp extra)")
+    s.set_defaults(func=cmd_lsp)
     return p
 
 

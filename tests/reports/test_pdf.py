@@ -37,3 +37,17 @@ def test_pdf_text_contains_every_hypothesis_sentence(skin_pdf):
     results = json.loads((skin_pdf / "results.json").read_text(encoding="utf-8"))
     for cell in results["cells"]:
         assert re.sub(r"\s+", " ", cell_sentence(cell)) in text
+
+
+def test_pdf_appendix_shows_the_spec_highlighted(skin_pdf):
+    """The spec's text is in the PDF, and its keywords are drawn in the stylesheet's keyword colour."""
+    pypdf = pytest.importorskip("pypdf")
+    text = _text(skin_pdf / "report.pdf")
+    assert "operator light = lab_shift(channel: L, region: skin) doses -15, -10, -5, 0, 5, 10, 15" in text
+    want = tuple(int("6f2b84"[i:i + 2], 16) / 255 for i in (0, 2, 4))  # pre.spec .kd in style.css
+    reader = pypdf.PdfReader(str(skin_pdf / "report.pdf"))
+    pages = [p for p in reader.pages if "operator light = lab_shift" in (p.extract_text() or "")]
+    assert pages
+    data = pages[0].get_contents().get_data().decode("latin-1")
+    colours = [tuple(float(x) for x in m) for m in re.findall(r"([\d.]+) ([\d.]+) ([\d.]+) rg", data)]
+    assert any(all(abs(a - b) < 0.004 for a, b in zip(c, want)) for c in colours)

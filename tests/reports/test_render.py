@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from markupsafe import escape as _escape
+import html
 import json
 import re
 import shutil
@@ -115,7 +116,9 @@ def test_appendix_has_exact_spec_and_hash(bundles):
     d = bundles["skin_tone"]
     spec = (d / "spec.audit").read_text(encoding="utf-8")
     text = _html(d)
-    assert esc(spec) in text
+    shown = re.search(r'<pre class="spec">(.*?)</pre>', text, re.S).group(1)
+    assert html.unescape(re.sub(r"</?span[^>]*>", "", shown)) == spec  # exact, once the highlighting is removed
+    assert '<span class="kd">scorer</span>' in shown and '<span class="nf">lab_shift</span>' in shown
     assert hashlib.sha256(spec.encode()).hexdigest() in text
     for pkg, version in _results(d)["environment"]["packages"].items():
         assert f"<th scope=\"row\">{pkg}</th><td>{version}</td>" in text

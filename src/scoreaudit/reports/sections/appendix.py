@@ -3,6 +3,9 @@ and where the numbers came from (computed, or read from a precomputed file and i
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
+from scoreaudit.grammar.highlight import highlight_html
 from scoreaudit.reports import fmt
 from scoreaudit.reports.sections import section
 
@@ -17,7 +20,8 @@ def appendix(ctx) -> dict:
     stated = spec.get("sha256")
     settings = [(k, str(v)) for k, v in (r.get("settings") or {}).items() if k != "title"]
     return {
-        "spec_text": ctx.spec_text, "spec_sha256": ctx.spec_sha256, "spec_path": spec.get("path") or "spec.audit",
+        "spec_text": ctx.spec_text, "spec_html": Markup(highlight_html(ctx.spec_text)),  # escaped by Pygments
+        "spec_sha256": ctx.spec_sha256, "spec_path": spec.get("path") or "spec.audit",
         "sha_mismatch": bool(stated) and stated != ctx.spec_sha256, "stated_sha": stated,
         "settings": settings,
         "plan": {"fingerprint": plan.get("fingerprint") or "\u2014", "steps": fmt.count(plan.get("steps")),
