@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,7 @@ def test_close_clears_diagnostics(client):
 
 def test_debounce_checks_the_last_text_once():
     """Five quick edits within the debounce window publish once, for the last version."""
-    c = Client(debounce_ms=400)
+    c = Client(debounce_ms=1000)
     try:
         text = SKIN
         uri = (Path("/nonexistent-scoreaudit-lsp") / "debounce.audit").as_uri()
@@ -150,6 +151,7 @@ def test_debounce_checks_the_last_text_once():
         assert c.versions[uri] == 6
         assert [d.code for d in published] == ["E0202"]
         assert "edcbalab_shift" in published[0].message
+        time.sleep(1.5)  # longer than the debounce: no second publication follows
         assert c.notifications.empty()
     finally:
         assert c.close() == 0
@@ -329,3 +331,44 @@ def test_document_symbols(client):
     assert h3.detail == "The penalty is not specific to skin pixels"
     light = next(s for s in syms if s.name == "light")
     assert (light.selection_range.start.line, light.selection_range.start.character) == _pos(SKIN, "light = lab")
+
+
+# ---------------------------------------------------------------- precomputed tables
+
+
+TABLE_SPEC = '''audit "Hole in the table" { version: 1 seed: 2 scale: raw bootstrap: 100 }
+scorer ir = precomputed()
+arm real = images("data/real", manifest: "data/real.csv", kind: real, cluster: group,
+                  scores: "results/scores.csv")
+region skin = skin()
+operator light = lab_shift(channel: L, region: skin) doses -10, 0, 10
+hypothesis H1 "Fidelity" {
+  fidelity_index(light) > 0 on real for each scorer
+}
+'''
+
+
+def test_table_findings_are_read_on_open_and_kept_while_typing(client, tmp_path):
+    """Precomputed tables are read when the file is opened or saved; their E08xx stay while the line is unchanged."""
+    from PIL import Image
+
+    (tmp_path / "data" / "real").mkdir(parents=True)
+    for k in range(6):
+        Image.new("RGB", (8, 8), (200 - 20 * k, 150, 120)).save(tmp_path / "data" / "real" / f"img_{k}.png")
+    (tmp_path / "data" / "real.csv").write_text(
+        "id,path,group\n" + "".join(f"img_{k},img_{k}.png,g{k % 3}\n" for k in range(6)), encoding="utf-8")
+    (tmp_path / "results").mkdir()
+    rows = [f"img_{k},light,{d},ir,{k * 0.1 - abs(d) * 0.01:.3f}" for k in range(6) for d in (-10, 0, 10)
+            if (k, d) != (2, 10)]
+    (tmp_path / "results" / "scores.csv").write_text("id,operator,dose,scorer,score\n" + "\n".join(rows) + "\n")
+    spec = tmp_path / "a.audit"
+    spec.write_text(TABLE_SPEC, encoding="utf-8")
+    expected = api.check(spec).diagnostics
+    assert [d.code for d in expected] == ["E0802"]
+    uri = spec.as_uri()
+    client.open(uri, TABLE_SPEC)
+    diags = client.diagnostics(uri, version=1)
+    assert [d.code for d in diags] == ["E0802"] and expected[0].message in diags[0].message
+    line, col = _pos(TABLE_SPEC, "region skin")
+    client.edit(uri, (line, col), (line, col), "# a comment\n")  # typing elsewhere: the table finding stays
+    assert [d.code for d in client.diagnostics(uri, version=2)] == ["E0802"]

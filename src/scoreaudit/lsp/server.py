@@ -79,11 +79,12 @@ class AuditServer(LanguageServer):
         doc = self.document(uri)
         lines = self.lines(doc)
         diags = doc.diagnostics(tables=tables)
-        if tables:
-            plain = {(d.code, d.message) for d in doc.diagnostics(tables=False)}
-            self.table_diags[uri] = [(d, _line_text(doc.text, d)) for d in diags if (d.code, d.message) not in plain]
+        if tables:  # precomputed-table findings are the E08xx/W08xx group (scoreaudit.diagnostics)
+            self.table_diags[uri] = [(d, _line_text(doc.text, d)) for d in diags if d.code[1:3] == "08"]
         else:
-            diags = diags + [d for d, line in self.table_diags.get(uri, []) if _line_text(doc.text, d) == line]
+            seen = {(d.code, d.message, d.span) for d in diags}
+            diags = diags + [d for d, line in self.table_diags.get(uri, [])
+                             if _line_text(doc.text, d) == line and (d.code, d.message, d.span) not in seen]
         version = self.workspace.get_text_document(uri).version
         self.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=[to_lsp(d, lines) for d in diags]))
