@@ -147,7 +147,9 @@ def test_debounce_checks_the_last_text_once():
         line, col = _pos(text, "lab_shift")
         for ch in "abcde":
             c.edit(uri, (line, col), (line, col), ch)
+        sent = time.monotonic()
         published = c.diagnostics(uri)  # the first publication after the edits
+        assert time.monotonic() - sent >= 0.9  # the client's debounce_ms (1000) was honoured
         assert c.versions[uri] == 6
         assert [d.code for d in published] == ["E0202"]
         assert "edcbalab_shift" in published[0].message
