@@ -59,6 +59,7 @@ class Context:
     word_start: int  # where the word being typed starts (== cursor when none)
     line_start: bool  # nothing but blanks before the word on its line
     in_comment_or_string: bool = False
+    statement_line: int = -1  # where the statement's line starts (its own declaration is no candidate)
 
     @property
     def last(self) -> Optional[str]:
@@ -114,7 +115,8 @@ def context_at(text: str, offset: int) -> Context:
     line_start = text[line_begin:word_start].strip() == ""
     toks = [t for t in toks if t.type != "comment"]
     statement = toks[0].text if toks and toks[0].type == "name" and toks[0].text in STATEMENT_KEYWORDS else None
-    return Context(statement, toks, _frames(toks), word_start, line_start, in_cs)
+    return Context(statement, toks, _frames(toks), word_start, line_start, in_cs,
+                   begin if statement is not None else -1)
 
 
 def _open_at_end(tok: Tok, offset: int, text: str) -> bool:

@@ -74,8 +74,19 @@ class Document:
         return Index(self.module) if self.module is not None else None
 
     def diagnostics(self, tables: bool = False) -> list[Diagnostic]:
-        """`scoreaudit check`'s diagnostics for this text (tables: also precomputed-table coverage)."""
-        return api.check(self.path, source=self.text, tables=tables).diagnostics
+        """`scoreaudit check`'s diagnostics for this text (tables: also precomputed-table coverage).
+
+        Without tables this is `api.check(..., tables=False)` on the parse this document already
+        holds, so the outline and hover that editors ask for after each change parse nothing again.
+        """
+        if tables:
+            return api.check(self.path, source=self.text, tables=True).diagnostics
+        from scoreaudit.compiler.check import check
+
+        module, diags = self.parsed
+        if module is None:
+            return list(diags)
+        return list(diags) + list(check(module, self.text, self.path)[1])
 
     def line_of(self, offset: int) -> int:
         return self.text.count("\n", 0, offset) + 1
@@ -326,11 +337,12 @@ def _checks() -> list[Completion]:
             for e in registry.statistics if e.meta.get("validation")]
 
 
-def _declared(text: str, kinds) -> list[Completion]:
+def _declared(skip_line: int, text: str, kinds) -> list[Completion]:
+    """Declared names of `kinds`, except the one declared on the line at `skip_line` (being written)."""
     kinds = set(kinds)
     seen: dict[str, Completion] = {}
     for d in scan_declarations(text):
-        if d.kind in kinds and d.name not in seen:
+        if d.kind in kinds and d.name not in seen and d.line_start != skip_line:
             end = text.find("\n", d.line_start)
             line = text[d.line_start:len(text) if end < 0 else end].strip()
             seen[d.name] = Completion(d.name, "declared", d.kind, _code(line, "audit"))
@@ -341,10 +353,10 @@ def _keywords(*words: str) -> list[Completion]:
     return [Completion(w, "keyword") for w in words]
 
 
-def _values_for(spec, text: str) -> list[Completion]:
+def _values_for(ctx: Context, spec, text: str) -> list[Completion]:
     """What may follow `name:` of a parameter."""
     if spec.ref in REF_KINDS:
-        return _declared(text, REF_KINDS[spec.ref])
+        return _declared(ctx.statement_line, text, REF_KINDS[spec.ref])
     if spec.ref == "statistic":
         return _plugins("statistic")
     return [Completion(c, "value", type_text(spec.annotation)) for c in spec.choices]
@@ -392,9 +404,9 @@ def _complete(ctx: Context, text: str) -> list[Completion]:
         return [Completion(k, "keyword", "declaration", snippet=s) for k, s in DECLARATION_SNIPPETS.items()]
     # Claim and reading qualifiers: `on ARM`, `for SCORER` / `for each scorer`.
     if last == "on" or _list_after(ctx, "on"):
-        return _declared(text, ["arm"])
+        return _declared(ctx.statement_line, text, ["arm"])
     if last == "for" or _list_after(ctx, "for"):
-        return _declared(text, ["scorer"]) + ([] if last != "for" else _keywords("each"))
+        return _declared(ctx.statement_line, text, ["scorer"]) + ([] if last != "for" else _keywords("each"))
     if ctx.last_n(2) == ["for", "each"]:
         return _keywords("scorer")
     call = ctx.call
@@ -423,7 +435,7 @@ def _in_call(ctx: Context, call, text: str) -> list[Completion]:
     last = ctx.last
     if call.keyword is not None and last in (":", ",", "["):
         spec = specs.get(call.keyword)
-        return _values_for(spec, text) if spec is not None else []
+        return _values_for(ctx, spec, text) if spec is not None else []
     if last in ("(", ","):
         given = set(call.named)
         out = [Completion(s.spelled, "parameter", type_text(s.annotation), f"parameter of `{entry.name}`",
@@ -431,7 +443,7 @@ def _in_call(ctx: Context, call, text: str) -> list[Completion]:
                for s in dict.fromkeys(specs.values()) if s.spelled not in given]
         if not call.named and call.index < len(entry.positional):
             spec = next(s for s in specs.values() if s.name == entry.positional[call.index])
-            out = _values_for(spec, text) + out
+            out = _values_for(ctx, spec, text) + out
         return out
     return []
 
@@ -439,7 +451,7 @@ def _in_call(ctx: Context, call, text: str) -> list[Completion]:
 def _statement(ctx: Context, stmt: Optional[str], last: Optional[str], text: str) -> list[Completion]:
     """Inside a one-line declaration, outside calls."""
     if stmt == "region" and last in ("=", "&", "|", "not", "("):
-        return _plugins("region") + _declared(text, ["region"]) + _keywords("not")
+        return _plugins("region") + _declared(ctx.statement_line, text, ["region"]) + _keywords("not")
     if stmt in STATEMENT_CALL_KIND and stmt != "hypothesis" and last == "=":
         return _plugins(STATEMENT_CALL_KIND[stmt])
     if stmt == "operator" and last == ")":
@@ -448,12 +460,12 @@ def _statement(ctx: Context, stmt: Optional[str], last: Optional[str], text: str
         if last == ")":
             return _keywords("of")
         if last == "of":
-            return _declared(text, ["operator"])
+            return _declared(ctx.statement_line, text, ["operator"])
     if stmt == "validate":
         if last == "validate":
-            return _declared(text, ["measure", "covariate"])
+            return _declared(ctx.statement_line, text, ["measure", "covariate"])
         if last == "under":
-            return _declared(text, ["operator", "placebo"])
+            return _declared(ctx.statement_line, text, ["operator", "placebo"])
         if last in (":", ","):
             return _checks()
         if len(ctx.tokens) == 2:
@@ -462,9 +474,9 @@ def _statement(ctx: Context, stmt: Optional[str], last: Optional[str], text: str
         if last == "=":
             return _keywords("best_of")
         if last == "under":
-            return _declared(text, ["operator", "placebo"])
+            return _declared(ctx.statement_line, text, ["operator", "placebo"])
         if last == "by":
-            return _declared(text, ["measure", "covariate"])
+            return _declared(ctx.statement_line, text, ["measure", "covariate"])
         if ctx.tokens and ctx.tokens[-1].type == "number":
             return _keywords("under", "by")
         if len(ctx.tokens) >= 2 and ctx.tokens[-2].text == "under":
