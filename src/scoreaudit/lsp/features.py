@@ -221,13 +221,18 @@ def hover(doc: Document, offset: int) -> Optional[str]:
         if o.role == "setting":
             return _setting_hover(o)
     w = word_at(doc.text, offset)
-    if w is None:
+    if w is None or _in_comment_or_string(doc.text, offset):
         return None
-    found = _declaration_hover(doc, w[2])
-    if found is not None:
-        return found
+    if doc.index is None:  # the text does not parse: a declared name is recognised by its spelling
+        found = _declaration_hover(doc, w[2])
+        if found is not None:
+            return found
     text = describe(w[2])
     return _code(text, "text") if text else None
+
+
+def _in_comment_or_string(text: str, offset: int) -> bool:
+    return context_at(text, offset).in_comment_or_string
 
 
 # ---------------------------------------------------------------- symbols
