@@ -12,6 +12,7 @@ garbage-collector pause), so nothing runs in threads.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Optional
 from urllib.parse import unquote, urlparse
 
@@ -250,5 +251,7 @@ def _snippet_support(ls: AuditServer) -> bool:
 
 def main() -> int:
     """Serve one client over stdin/stdout until it exits."""
-    build_server().start_io()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print() (a third-party plugin) must not corrupt the protocol stream
+    build_server().start_io(stdin, stdout)
     return 0
