@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,3 +133,12 @@ def test_completion_replaces_the_word_being_typed():
     assert text[start:] == "pick" and "pickscore" in {c.label for c in items}
     assert features.complete('audit "t" { version: 1 }  # com', 30)[1] == []
     assert features.complete('audit "t hello', 12)[1] == []
+
+
+def test_lsp_without_the_extra_says_how_to_install_it():
+    code = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
+            "from scoreaudit.cli import main; sys.exit(main(['lsp']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 3, out.stderr
+    assert "pip install 'scoreaudit[lsp]'" in out.stderr and out.stdout == ""
