@@ -142,3 +142,15 @@ def test_lsp_without_the_extra_says_how_to_install_it():
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert out.returncode == 3, out.stderr
     assert "pip install 'scoreaudit[lsp]'" in out.stderr and out.stdout == ""
+
+
+def test_keywords_have_hover_text():
+    from scoreaudit.grammar.highlight import grammar_keywords
+
+    text = (ROOT / "examples" / "skin_tone.audit").read_text(encoding="utf-8")
+    doc = features.Document(text)
+    for word in grammar_keywords():  # every keyword of audit.lark, documented here or not
+        assert features.hover(features.Document(f"{word} "), 0).startswith(f"**{word}** (keyword)")
+    assert "(keyword)" in features.hover(doc, text.index(" doses ") + 2)
+    assert "equivalence" in features.hover(doc, text.index("within [") + 1)
+    assert features.hover(doc, text.index("by: race") + 1).startswith("**`by`**")  # an argument, not the keyword

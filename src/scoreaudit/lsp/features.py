@@ -26,6 +26,36 @@ REPORT_SETTING_DOCS = {
     "title": "the report's title (a quoted string); the audit's title when left out",
     "formats": "which reports `run` writes: html, pdf (both: `formats: html, pdf`)",
 }
+#: Hover text of the language's keywords (spec/language.md has the full reference).
+KEYWORD_DOCS = {
+    "audit": 'the audit block: `audit "title" { setting: value ... }`, once per spec',
+    "report": "the report block: `report { title: \"...\"  formats: html, pdf }`",
+    "scorer": "declares a scorer: `scorer NAME = plugin(...)`",
+    "arm": "declares an arm (a set of images or pairs): `arm NAME = images(...)` or `pairs(...)`",
+    "region": "declares a region: a region plugin call, a region name, `not`, `&` (and), `|` (or)",
+    "measure": "declares a measured attribute: `measure NAME = plugin(region: ...)`",
+    "covariate": "declares an artifact covariate: `covariate NAME = plugin(...)`",
+    "operator": "declares a pixel operator and its doses: `operator NAME = plugin(...) doses ...`",
+    "placebo": "declares a placebo: the same kind of operator elsewhere, sharing the doses of the operator after `of`",
+    "validate": "checks a measure against an operator: `validate MEASURE under OPERATOR: r2 >= 0.5, ...`",
+    "select": "declares a best-of-n selection: `select NAME = best_of N [under OPERATOR] by MEASURE`",
+    "hypothesis": 'declares a pre-registered hypothesis: `hypothesis NAME "title" { claims }`',
+    "doses": "the doses the operator is applied at: a list (`-10, 0, 10`) or a range (`-20..20 step 10`)",
+    "step": "the step of a dose range: `-20..20 step 10`",
+    "of": "`placebo NAME = ... of OPERATOR`: the operator whose doses the placebo shares",
+    "under": "the operator whose dose variants are validated or selected among",
+    "by": "`select ... by MEASURE`: the measure the selection ranks candidates by",
+    "best_of": "`best_of N`: keep the best-scoring of N candidates",
+    "within": "`θ within [a, b]`: an equivalence claim (the interval of θ lies inside [a, b])",
+    "abs": "`abs(θ) < δ`: an equivalence claim (θ lies within ±δ)",
+    "on": "the arms a claim (or a reading) is evaluated on",
+    "for": "the scorers a claim (or a reading) is evaluated for: `for each scorer` or `for NAME, ...`",
+    "each": "`for each scorer`: one cell per declared scorer",
+    "not": "region algebra: every pixel outside the region",
+    "where": '`where COLUMN = "value"`: a reading restricted to images whose manifest column has that value',
+    "difference": "`difference(a, b)`: reading a minus reading b",
+    "ratio": "`ratio(a, b)`: reading a divided by reading b",
+}
 #: The statement keyword → the registry its calls name (as `index.CALL_KIND`, by keyword).
 STATEMENT_CALL_KIND = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
                        "covariate": "covariate", "operator": "operator", "placebo": "operator",
@@ -228,7 +258,13 @@ def hover(doc: Document, offset: int) -> Optional[str]:
         if found is not None:
             return found
     text = describe(w[2])
-    return _code(text, "text") if text else None
+    if text:
+        return _code(text, "text")
+    from scoreaudit.grammar.highlight import grammar_keywords
+
+    if w[2] in set(KEYWORD_DOCS) | set(grammar_keywords()) and not doc.text[w[1]:].lstrip(" \t").startswith(":"):
+        return f"**{w[2]}** (keyword): {KEYWORD_DOCS.get(w[2], 'see spec/language.md')}"
+    return None
 
 
 def _in_comment_or_string(text: str, offset: int) -> bool:
