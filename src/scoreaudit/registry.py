@@ -159,6 +159,7 @@ _BUILTIN_MODULES = (
     "scoreaudit.plugins.measures",
     "scoreaudit.plugins.scorers",
     "scoreaudit.plugins.statistics",
+    "scoreaudit.plugins.comparisons",
 )
 _loaded = False
 

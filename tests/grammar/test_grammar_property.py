@@ -60,7 +60,15 @@ doses = st.one_of(
     st.tuples(numbers, numbers, numbers).map(lambda t: f"{t[0]}..{t[1]} step {t[2]}"),
 )
 cmp = st.sampled_from(["<", ">", "<=", ">="])
-stat = st.one_of(call, call.map(lambda c: f"abs({c})"))
+qualifier = st.one_of(
+    decl_names.map(lambda n: f" on {n}"),
+    decl_names.map(lambda n: f" for {n}"),
+    st.tuples(names, st.one_of(strings, numbers)).map(lambda t: f" where {t[0]} = {t[1]}"),
+)
+reading = st.tuples(call, st.lists(qualifier, max_size=3)).map(lambda t: t[0] + "".join(t[1]))
+comparison = st.tuples(st.sampled_from(["difference", "ratio"]), reading, reading).map(
+    lambda t: f"{t[0]}({t[1]}, {t[2]})")
+stat = st.one_of(call, call.map(lambda c: f"abs({c})"), comparison, comparison.map(lambda c: f"abs({c})"))
 claim_expr = st.one_of(
     st.tuples(stat, cmp, numbers).map(" ".join),
     st.tuples(stat, numbers, numbers).map(lambda t: f"{t[0]} within [{t[1]}, {t[2]}]"),

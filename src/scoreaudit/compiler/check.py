@@ -39,6 +39,7 @@ class State:
     """What the passes have produced so far (IR parts by name, in declaration order)."""
 
     sink: Sink
+    path: str = ""  # the spec's path (manifests named by arms are read relative to its folder)
     decls: Decls = field(default_factory=Decls)
     settings: Optional[ir.Settings] = None
     report: ir.ReportIR = field(default_factory=ir.ReportIR)
@@ -64,7 +65,7 @@ def _check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.Audi
     sink = Sink(path)
     try:
         registry.load_plugins()
-        st = State(sink=sink)
+        st = State(sink=sink, path=path)
         for p in PASSES:
             p(module, st)
         sink.items.sort(key=_position)

@@ -167,6 +167,52 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0412", "placebo identity differs", "A placebo shares its operator's doses, so its plugin must have the same "
          "identity dose.", "Use the same operator plugin on another region.",
          "placebo jp = jpeg(region: rest) of light\n"),
+    # ------------------------------------------------------------ E046x comparisons between readings
+    Code("E0460", "a claim inside a comparison", "One side of `difference(a, b)` or `ratio(a, b)` is a statistic "
+         "that decides a claim itself (`transfers`, `homogeneous`) or reads several arms.",
+         "Compare statistics that return a number.",
+         'hypothesis S1 "t" {\n  difference(homogeneous(fidelity_index(light), by: race), fidelity_index(light)) > 0 '
+         'on real\n}\n'),
+    Code("E0461", "a reading with two arms or scorers", "A reading names `on` (or `for`) twice; a reading is one "
+         "statistic on one arm for one scorer.", "Keep one; compare two arms with `difference(...)` or `ratio(...)`.",
+         'hypothesis S1 "t" {\n  difference(fidelity_index(light) on real on synthetic, fidelity_index(light) '
+         'on real) > 0 for laion\n}\n'),
+    Code("E0462", "a reading without an arm", "A reading names no arm and the claim has no `on ...` to fill it.",
+         "Add `on ARM` to the reading or after the claim.",
+         'hypothesis S1 "t" {\n  ratio(fidelity_index(light) for laion, fidelity_index(light) for pick) < 0.5\n}\n'),
+    Code("E0463", "difference of different units", "`difference(a, b)` subtracts readings measured in different "
+         "units (an SD-unit effect minus an accuracy, degrees of one measure minus another).",
+         "Compare readings of the same kind, or take their `ratio(...)`.",
+         'hypothesis S1 "t" {\n  difference(fidelity_index(light) on real, pairwise_accuracy() on wide) > 0 '
+         'for each scorer\n}\n'),
+    Code("E0464", "the same reading twice", "Both sides of a comparison resolve to the same statistic on the same arm, "
+         "scorer and rows, so the difference is 0 (the ratio 1) by construction.",
+         "Qualify one side with `on`, `for` or `where`.",
+         'hypothesis S1 "t" {\n  difference(fidelity_index(light), fidelity_index(light)) > 0 on real '
+         'for each scorer\n}\n'),
+    Code("E0465", "`where` names no column of the arm", "`where COLUMN = VALUE` names a column the arm's manifest "
+         "lacks (checked when the manifest exists at check time; otherwise at run time).",
+         "Use a column of the manifest."),
+    Code("E0466", "`where` value never occurs", "No row of the arm's manifest has that value in the column, so the "
+         "reading would be empty (checked when the manifest exists at check time).",
+         "Use a value the column holds (the help lists them)."),
+    Code("E0467", "share of something other than a decomposition", "`share(..., part:)` takes a `decompose(...)`.",
+         "Write `share(decompose(group_gap(...), via: attribute_effect(...)), part: confound)`.",
+         'hypothesis S6 "t" {\n  share(fidelity_index(light), part: confound) > 0.5 on synthetic for each scorer\n}\n'),
+    Code("E0468", "decompose needs a gap and an attribute effect",
+         "`decompose` splits a `group_gap(...)` into the part an `attribute_effect(...)` (via:) explains and the rest.",
+         "Write `decompose(group_gap(s, a, b), via: attribute_effect(o, measure: m))`.",
+         'hypothesis S6 "t" {\n  decompose(fidelity_index(light), via: attribute_effect(light, measure: ita)) > 0 '
+         'on synthetic for each scorer\n}\n'),
+    Code("E0469", "group_gap column is not a stratum", "`group_gap(col, a, b)` compares two groups of a column the "
+         "arm declares as `factors:` or `strata:` (or, when the manifest can be read, any column of it).",
+         "Declare the column on the arm (`strata: col`).",
+         'hypothesis G1 "t" {\n  group_gap(tone, "dark", "light") > 0 on synthetic for each scorer\n}\n'),
+    Code("E0470", "agreement label column missing", "`agreement(label: COLUMN)` names a column the arm's manifest "
+         "lacks (checked when the manifest exists at check time).", "Name the column that holds the judge's labels."),
+    Code("E0471", "agreement metric needs a call", "accuracy, f1 and kappa compare a yes/no call with the label; "
+         "on an images arm a score is not a call.", "Use `metric: auroc` on images arms, or a pairs arm.",
+         'hypothesis S7 "t" {\n  agreement(label: judge, metric: f1) > 0.6 on real for each scorer\n}\n'),
     # ------------------------------------------------------------ E05 arm requirements
     Code("E0501", "needs an images arm", "The statistic works on images (operators, factors, clusters), but the arm "
          "is a pairs arm.", "Run it on an `images(...)` arm.",
@@ -254,6 +300,19 @@ CATALOGUE: tuple[Code, ...] = (
     Code("W0404", "placebo uses another operator", "A placebo's plugin differs from its operator's, so the placebo "
          "ratio compares different manipulations, not regions.", "Use the same plugin on another region.",
          "placebo fuzz = hue_rotate(region: rest) of light\n"),
+    Code("W0460", "`for` after a comparison expands nothing", "Both readings of the comparison name their scorer, "
+         "so the claim's `for ...` is not used.", "Remove it, or leave `for` off one reading.",
+         'hypothesis S1 "t" {\n  abs(ratio(fidelity_index(light) for laion, fidelity_index(light) for pick)) < 0.5 '
+         'on real for each scorer\n}\n'),
+    Code("W0461", "`on` after a comparison fills nothing", "Both readings of the comparison name their arm, so the "
+         "claim's `on ...` is not used.", "Remove it, or leave `on` off one reading.",
+         'hypothesis S2 "t" {\n  abs(ratio(asymmetry(light) on real, asymmetry(light) on synthetic)) < 0.33 '
+         'on real for each scorer\n}\n'),
+    Code("W0462", "ratio of signed effects tested one-sided", "Both readings can be negative, so `ratio(a, b) < t` "
+         "(t > 0) is also satisfied when the effects point in opposite directions.",
+         "Compare magnitudes with `abs(ratio(a, b)) < t`, or also claim that each reading is positive.",
+         'hypothesis S1 "t" {\n  ratio(fidelity_index(light) for laion, fidelity_index(light) for pick) < 0.05 '
+         'on real\n}\n'),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),

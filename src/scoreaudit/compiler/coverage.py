@@ -109,6 +109,15 @@ def _nested(call: StatCallIR, ir: AuditIR) -> Reads:
     return reads(call.inner, ir) if call.inner is not None else Reads((ORIGINAL,))
 
 
+def _decompose(call: StatCallIR, ir: AuditIR) -> Reads:
+    """The gap (original scores) plus the attribute effect (`via:`) and its measure on the originals."""
+    out = Reads((ORIGINAL,)) + (reads(call.inner, ir) if call.inner is not None else Reads())
+    via = call.params.get("via")
+    if isinstance(via, dict):
+        out = out + reads(StatCallIR.model_validate(via), ir)
+    return out
+
+
 STAT_READS: dict[str, Callable[[StatCallIR, AuditIR], Reads]] = {
     "fidelity_index": _operator,
     "asymmetry": _operator,
@@ -119,6 +128,8 @@ STAT_READS: dict[str, Callable[[StatCallIR, AuditIR], Reads]] = {
     "net_drift": _drift,
     "transfers": _nested,
     "homogeneous": _nested,
+    "share": _nested,
+    "decompose": _decompose,
     "correlate": _nested,
 }
 
@@ -157,10 +168,9 @@ def score_needs(ir: AuditIR) -> Needs:
     """(arm, scorer) → (operator, dose) → ids of the cells that read it."""
     needs: Needs = {}
     for cell in ir.cells():
-        r = reads(cell.statistic, ir)
-        for arm in cell_arms(cell):
-            for op in r.operators:
-                _add(needs, arm, cell.scorer, ir, op, cell.id)
+        for arm, scorer, stat in cell.parts():
+            for op in reads(stat, ir).operators:
+                _add(needs, arm, scorer, ir, op, cell.id)
     return needs
 
 
@@ -168,10 +178,10 @@ def measure_needs(ir: AuditIR) -> Needs:
     """(arm, measure) → (operator, dose) → what reads it (cell ids, `validate m under o`, verdicts)."""
     needs: Needs = {}
     for cell in ir.cells():
-        r = reads(cell.statistic, ir)
-        for arm in cell_arms(cell):
-            for op, name in r.measures:
+        for arm, _, stat in cell.parts():
+            for op, name in reads(stat, ir).measures:
                 _add(needs, arm, name, ir, op, cell.id)
+        for arm in cell_arms(cell):
             if cell.axis is not None and ir.arms.get(arm) is not None and ir.arms[arm].source == "images":
                 _add(needs, arm, LEAKAGE, ir, cell.axis[1], f"the verdict of axis {cell.axis[0]} × {cell.axis[1]}")
     for v in ir.validations:

@@ -163,6 +163,41 @@ A number statistic cannot stand alone (E0601); a claim statistic cannot be
 compared (E0602). Cell ids are `H/scorer/arm` (`H.k/scorer/arm` when the
 hypothesis has several claims; `H/scorer/from->to` for `transfers`).
 
+### Comparisons between readings
+
+```
+hypothesis S1 "HPSv2's fidelity penalty is more than 20x smaller than LAION's" {
+  abs(ratio(fidelity_index(light) for hps, fidelity_index(light) for laion)) < 0.05 on real
+}
+hypothesis S5 "Fidelity penalties of two populations differ by less than 0.05 SD" {
+  abs(difference(fidelity_index(light) where race = "Black", fidelity_index(light) where race = "White")) < 0.05 on real for each scorer
+}
+```
+
+`difference(a, b)` (a − b) and `ratio(a, b)` (a / b) compare two readings;
+they take every claim form above (`>`, `<`, `abs(...) <`, `within`). A
+reading is a statistic with its own qualifiers, in the order `on ARM`,
+`for SCORER`, `where COLUMN = "value"` (several `where` all hold; the value
+is a string or a number). A qualifier a reading leaves off is filled from the
+claim line, so `for each scorer` (or no `for`) expands what is left
+unqualified and `on a, b` each arm; a reading without an arm from either is
+E0462. The two readings of a `difference` must be in the same units (E0463);
+a `ratio` of effects that can be negative tested with `<` warns (W0462): write
+`abs(ratio(...)) < t` to compare sizes. Both sides the same reading is E0464;
+`where` names a column of the arm and a value it holds, checked against the
+manifest when it exists at check time (E0465, E0466), else at run time.
+Cell ids name both scorers or arms when they differ: `S1/hps:laion/real`,
+`S2/laion/real:synthetic`. Readings on the same clusters (the same arm, arms
+over the same manifest ids, the same pairs) are paired and share one bootstrap;
+disjoint ones are resampled independently (METHODS: Comparisons).
+
+`decompose(group_gap(s, a, b), via: attribute_effect(o, measure: m))` and
+`share(decompose(...), part: attribute | confound)` split an observed gap
+between groups into what the attribute explains and the rest (E0467,
+E0468). `group_gap(s, a, b)` works on any arm whose `factors:` or `strata:`
+(or manifest) hold s (E0469). `agreement(label: COLUMN, metric: ...)` scores
+a judge's label column (E0470, E0471).
+
 ### Axes
 
 A cell is about the attribute axis (measure, operator) chosen by the first

@@ -80,8 +80,25 @@ def fmt_region(e, parent: int = 0) -> str:
     raise TypeError(f"not a region node: {type(e).__name__}")
 
 
+def fmt_reading(r: ast.Reading) -> str:
+    """A reading: the statistic, then its qualifiers in the order on, for, where."""
+    out = fmt_call(r.call)
+    out += "".join(f" on {a.name}" for a in r.arms)
+    out += "".join(f" for {s.name}" for s in r.scorers)
+    out += "".join(f" where {w.column.name} = {fmt_value(w.value)}" for w in r.where)
+    return out
+
+
+def fmt_comparison(c: ast.Comparison) -> str:
+    return f"{c.kind}({fmt_reading(c.a)}, {fmt_reading(c.b)})"
+
+
 def fmt_stat(s) -> str:
-    return f"abs({fmt_call(s.call)})" if isinstance(s, ast.Abs) else fmt_call(s)
+    if isinstance(s, ast.Abs):
+        return f"abs({fmt_stat(s.call)})"
+    if isinstance(s, ast.Comparison):
+        return fmt_comparison(s)
+    return fmt_call(s)
 
 
 def fmt_expr(e) -> str:

@@ -29,6 +29,7 @@ class Lowered:
     bound: Bound
     ir: ir.StatCallIR
     inner: Optional["Lowered"]
+    extra: Optional[dict] = None  # further nested statistics by field (`decompose(..., via: ...)`)
 
     @property
     def name(self) -> str:
@@ -66,7 +67,8 @@ def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lower
         sink.emit("E0608", call.func, f"`{entry.name}` cannot be nested inside another statistic",
                   "nest a statistic that returns a number, e.g. `asymmetry(light)`")
         return None, False
-    inner_hook = None if nested else (lambda c: lower_stat(c, st, nested=True))
+    # a combinator (`decompose`) takes statistics even when it is itself nested (`share(decompose(...))`)
+    inner_hook = None if nested and not entry.meta.get("combines") else (lambda c: lower_stat(c, st, nested=True))
     bound = bind(call, entry, st.decls, sink, lower_stat=inner_hook)
     if bound is None:
         return None, False
@@ -76,9 +78,16 @@ def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lower
                   f"write e.g. `{entry.name}(asymmetry(light), ...)`")
         return None, False
     inner = bound.inner
-    stat = ir.StatCallIR(name=entry.name, version=entry.version, params=bound.params,
+    extra = {f: low for f, low in bound.inners.items() if low is not inner}
+    params = {**bound.params, **{f: low.ir.model_dump(mode="json") for f, low in extra.items()}}
+    stat = ir.StatCallIR(name=entry.name, version=entry.version, params=params,
                          inner=inner.ir if inner is not None else None)
-    return Lowered(entry=entry, bound=bound, ir=stat, inner=inner), True
+    low = Lowered(entry=entry, bound=bound, ir=stat, inner=inner, extra=extra or None)
+    from scoreaudit.compiler.comparisons import check_combination
+
+    if not check_combination(low, sink):
+        return None, False
+    return low, True
 
 
 # ---------------------------------------------------------------- tests
@@ -198,8 +207,12 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
                       f"add `cluster: COLUMN` to arm `{arm_name}`, or select among dose variants with "
                       f"`best_of {sel.n} under OPERATOR by {sel.measure}`")
             ok = False
-    if low.inner is not None:
-        ok = check_needs(low.inner, arm_name, arm_node, st) and ok
+    from scoreaudit.compiler.comparisons import check_arm
+
+    ok = check_arm(low, arm_name, arm_node, st) and ok
+    for nested in [low.inner, *(low.extra or {}).values()]:
+        if nested is not None:
+            ok = check_needs(nested, arm_name, arm_node, st) and ok
     return ok
 
 
@@ -254,6 +267,11 @@ def _stat_call(expr: Any) -> ast.Call:
 
 
 def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> Optional[list[ir.CellIR]]:
+    from scoreaudit.compiler.comparisons import comparison_of, lower_comparison_claim
+
+    comp = comparison_of(claim.expr)
+    if comp is not None:  # difference(a, b) / ratio(a, b) of two readings
+        return lower_comparison_claim(h, k, claim, comp, st, multi)
     sink = st.sink
     before = sink.error_count()
     low, ok = lower_stat(_stat_call(claim.expr), st)

@@ -153,6 +153,36 @@ class StatCallIR(Frozen):
     inner: Optional["StatCallIR"] = None  # for transfers(...)/homogeneous(...)/correlate(...)
 
 
+class ReadingIR(Frozen):
+    """One side of `difference(a, b)` / `ratio(a, b)`: a statistic on one arm, for one scorer.
+
+    `where` restricts the arm to images whose manifest column equals the value
+    (several conditions all hold). Stored as JSON in the comparison's
+    `StatCallIR.params["readings"]` (see `readings_of`).
+    """
+
+    statistic: StatCallIR
+    arm: str
+    scorer: str
+    where: tuple[tuple[str, str], ...] = ()
+
+
+def walk_stats(call: Optional[StatCallIR]):
+    """A statistic and every statistic nested in it (`inner`, and calls dumped in params such as `via:`)."""
+    if call is None:
+        return
+    yield call
+    for v in call.params.values():
+        if isinstance(v, dict) and "name" in v and "params" in v:
+            yield from walk_stats(StatCallIR.model_validate(v))
+    yield from walk_stats(call.inner)
+
+
+def readings_of(call: StatCallIR) -> list[ReadingIR]:
+    """The two readings of a `difference`/`ratio` call (empty for any other statistic)."""
+    return [ReadingIR.model_validate(r) for r in call.params.get("readings") or ()]
+
+
 class TestIR(Frozen):
     """How a cell's estimate is judged (METHODS: hypothesis outcomes).
 
@@ -179,6 +209,13 @@ class CellIR(Frozen):
     statistic: StatCallIR
     test: TestIR
     axis: Optional[tuple[str, str]] = None  # (measure, operator) when the cell is about an attribute axis
+
+    def parts(self) -> list[tuple[str, str, "StatCallIR"]]:
+        """(arm, scorer, statistic) of everything the cell reads: each reading of a comparison, else each arm."""
+        readings = readings_of(self.statistic)
+        if readings:
+            return [(r.arm, r.scorer, r.statistic) for r in readings]
+        return [(a, self.scorer, self.statistic) for a in (self.arms or ((self.arm,) if self.arm else ()))]
 
 
 class HypothesisIR(Frozen):
@@ -215,3 +252,4 @@ class AuditIR(Frozen):
 RegionNotIR.model_rebuild()
 RegionBinIR.model_rebuild()
 StatCallIR.model_rebuild()
+ReadingIR.model_rebuild()

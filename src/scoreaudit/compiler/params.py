@@ -107,7 +107,8 @@ class Bound:
     call: ast.Call
     params: dict[str, Any]
     args: dict[str, ast.Arg] = field(default_factory=dict)  # field name → the argument as written
-    inner: Any = None  # lowered nested statistic (Ref("statistic"))
+    inner: Any = None  # lowered nested statistic (Ref("statistic")): the first one
+    inners: dict[str, Any] = field(default_factory=dict)  # every nested statistic by field name
     factors: list[tuple[str, Any]] = field(default_factory=list)  # (factor name, node) to check per arm
 
     def arg_node(self, fname: str) -> Any:
@@ -206,10 +207,9 @@ def bind(call: ast.Call, entry: PluginEntry, decls: Decls, sink: Sink,
     if not ok:
         return None
     bound.params = model.model_dump(mode="json")
-    if bound.inner is not None:
-        for fname, (spec, _) in given.items():
-            if spec.ref == "statistic":
-                bound.params[fname] = bound.inner.name
+    for fname, (spec, _) in given.items():
+        if spec.ref == "statistic" and fname in bound.inners:
+            bound.params[fname] = bound.inners[fname].name
     return bound
 
 
@@ -266,7 +266,9 @@ def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: st
         lowered, good = lower_stat(v)
         if not good:
             raise _Bad
-        bound.inner = lowered
+        if bound.inner is None:
+            bound.inner = lowered
+        bound.inners[spec.name] = lowered
         return v.func.name
     if isinstance(v, ast.Call):
         sink.emit("E0303", v, f"a call is not a valid value for `{spec.spelled}` of {what}",

@@ -291,10 +291,10 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                 _operators_of(c.statistic, audit), _measures_of(c.statistic), _selections_of(c.statistic))
         operators_, measures_, selections_ = refs
         deps: list[str] = []
-        for a in c.arms:
-            deps.append(f"score/{a}/{c.scorer}/{ir.ORIGINAL}")
+        for a, scorer in dict.fromkeys((a, s) for a, s, _ in c.parts()):
+            deps.append(f"score/{a}/{scorer}/{ir.ORIGINAL}")
             for o in operators_:
-                deps.append(f"score/{a}/{c.scorer}/{o}")
+                deps.append(f"score/{a}/{scorer}/{o}")
                 if c.axis is not None and c.axis[1] == o and f"measure/{a}/{o}/{c.axis[0]}" in b.by_id:
                     deps.append(f"measure/{a}/{o}/{c.axis[0]}")
             for m in measures_:
@@ -311,6 +311,11 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
             shared = claim_memo[(c.hypothesis, c.claim)] = (shared_obj, canonical(shared_obj))
         own = {"cell": c.id, "hypothesis": c.hypothesis, "claim": c.claim, "scorer": c.scorer, "arm": c.arm,
                "arms": list(c.arms)}
+        readings = ir.readings_of(c.statistic)
+        if readings:  # difference/ratio: say how the two readings are resampled
+            from scoreaudit.compiler.comparisons import static_pairing
+
+            own["pairing"] = static_pairing(readings, audit)
         b.add(sid, "statistic", plugin=c.statistic.name, version=c.statistic.version,
               params={**own, **shared[0]}, params_json=canonical(own) + shared[1],
               reads=tuple(b.by_id[d].writes[0] for d in dict.fromkeys(deps)), writes=(f"cells/{c.id}",),
@@ -347,9 +352,9 @@ def _region_version(reg: ir.RegionIR) -> str:
 
 
 def _walk_stats(stat: ir.StatCallIR):
-    while stat is not None:
-        yield stat
-        stat = stat.inner
+    for r in ir.readings_of(stat):  # difference/ratio: the statistics of both readings
+        yield from ir.walk_stats(r.statistic)
+    yield from ir.walk_stats(stat)
 
 
 def _selections_of(stat: ir.StatCallIR) -> list[str]:
@@ -401,6 +406,12 @@ def render_plan(plan: ExecutionPlan) -> str:
             extra = f"  [{s.images} images]"
         reads = ", ".join(s.reads[:3]) + (f", … (+{len(s.reads) - 3} more)" if len(s.reads) > 3 else "")
         lines.append(f"{s.id:<{width}}  {s.key[:12]}  {reads or '-'} -> {', '.join(s.writes)}{extra}")
+    paired = [s for s in plan.steps if s.kind == "statistic" and s.params.get("pairing")]
+    if paired:
+        lines.append("")
+        lines.append("comparisons (how their two readings are resampled):")
+        for s in paired:
+            lines.append(f"  {s.params['cell']}: {s.params['pairing']}")
     lines.append("")
     lines.append("images per arm:")
     for arm, n in plan.images.items():

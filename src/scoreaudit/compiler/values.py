@@ -31,8 +31,10 @@ def text(node: Any) -> str:
         return f"not {_region_operand(node.operand)}"
     if isinstance(node, ast.BinaryRegion):
         return f"{_region_operand(node.left)} {node.op} {_region_operand(node.right)}"
-    if isinstance(node, ast.Abs):
+    if isinstance(node, (ast.Abs, ast.Comparison)):
         return fmt.fmt_stat(node)
+    if isinstance(node, ast.Reading):
+        return fmt.fmt_reading(node)
     if isinstance(node, (ast.Compare, ast.Within, ast.Bare)):
         return fmt.fmt_expr(node)
     if isinstance(node, ast.Claim):

@@ -246,14 +246,49 @@ class SelectDecl:
 
 
 @dataclass(frozen=True)
-class Abs:
-    """`abs(statistic(...))`."""
+class Where:
+    """`where race = "Black"`: a reading restricted to the images whose column has that value."""
 
-    call: Call
+    column: Ident
+    value: "String | Number"
     span: Span = _span_field()
 
 
-StatExpr = Union[Call, Abs]
+@dataclass(frozen=True)
+class Reading:
+    """A statistic with its own qualifiers: `fidelity_index(light) on real for hps where race = "Black"`.
+
+    `arms` and `scorers` hold what was written (the checker allows one of
+    each); a qualifier left off is filled from the claim line. The formatter
+    prints qualifiers in the order on, for, where.
+    """
+
+    call: Call
+    arms: tuple[Ident, ...] = ()
+    scorers: tuple[Ident, ...] = ()
+    where: tuple[Where, ...] = ()
+    span: Span = _span_field()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`difference(a, b)` (a − b) or `ratio(a, b)` (a / b) of two readings."""
+
+    kind: Literal["difference", "ratio"]
+    a: Reading
+    b: Reading
+    span: Span = _span_field()
+
+
+@dataclass(frozen=True)
+class Abs:
+    """`abs(statistic(...))` or `abs(ratio(...))`."""
+
+    call: "Call | Comparison"
+    span: Span = _span_field()
+
+
+StatExpr = Union[Call, Abs, Comparison]
 
 
 @dataclass(frozen=True)

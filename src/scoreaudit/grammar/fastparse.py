@@ -240,6 +240,31 @@ class _Builder:
     def abs(self, c):
         return ast.Abs(c[2], _span(c[0], c[-1]))
 
+    def difference(self, c):
+        return ast.Comparison("difference", c[2], c[4], _span(c[0], c[-1]))
+
+    def ratio(self, c):
+        return ast.Comparison("ratio", c[2], c[4], _span(c[0], c[-1]))
+
+    def reading(self, c):
+        arms, scorers, where = [], [], []
+        for q in c[1:]:
+            kind, node = q
+            (arms if kind == "on" else scorers if kind == "for" else where).append(node)
+        return ast.Reading(c[0], tuple(arms), tuple(scorers), tuple(where),
+                           _span(c[0], c[-1] if len(c) == 1 else c[-1][1]))
+
+    def reading_on(self, c):
+        return ("on", _ident(c[1]))
+
+    def reading_for(self, c):
+        return ("for", _ident(c[1]))
+
+    def reading_where(self, c):
+        v = c[3]
+        value = (ast.String(_unescape(v.value[1:-1]), _tspan(v)) if v.type == "STRING" else _number(v))
+        return ("where", ast.Where(_ident(c[1]), value, _span(c[0], c[-1])))
+
     def on_arms(self, c):
         return _Seq("on", tuple(_ident(t) for t in c[1::2]), c[-1])
 

@@ -788,8 +788,31 @@ class _Build:
 
     def stat(self, t: Tree):
         if t.data == "abs":
-            return ast.Abs(self.call(t.children[0], 2), self.mspan(t))
+            inner = t.children[0]
+            if inner.data in ("difference", "ratio"):
+                return ast.Abs(self.comparison(inner), self.mspan(t))
+            return ast.Abs(self.call(inner, 2), self.mspan(t))
+        if t.data in ("difference", "ratio"):
+            return self.comparison(t)
         return self.call(t, 1)
+
+    def comparison(self, t: Tree) -> ast.Comparison:
+        a, b = (self.reading(r) for r in t.children)
+        return ast.Comparison(t.data, a, b, self.mspan(t))
+
+    def reading(self, t: Tree) -> ast.Reading:
+        call_t, *quals = t.children
+        arms, scorers, where = [], [], []
+        for q in quals:
+            if q.data == "reading_on":
+                arms.append(self.ident(q.children[0]))
+            elif q.data == "reading_for":
+                scorers.append(self.ident(q.children[0]))
+            else:
+                col, val = q.children
+                value = self.string(val) if val.type == "STRING" else self.number(val)
+                where.append(ast.Where(self.ident(col), value, self.mspan(q)))
+        return ast.Reading(self.call(call_t, 3), tuple(arms), tuple(scorers), tuple(where), self.mspan(t))
 
     # expressions
     def guard(self, depth: int, t) -> None:

@@ -175,15 +175,22 @@ def factor_effect():
 
 
 class GroupGapParams(Params):
-    factor: FactorRef
+    factor: StratumRef  # a declared factor (counterfactual regression) or any stratum column
     a: str
     b: str
 
 
 @statistics.register("group_gap", params=GroupGapParams, version="1", positional=("factor", "a", "b"),
-                     returns="number", scope="arm", needs=("images", "factors", "cluster"), unit="sd")
+                     returns="number", scope="arm", needs=("images",), unit="sd")
 def group_gap():
-    """Difference of two levels' marginal means (a − b) of z-scored scores."""
+    """Gap a − b between two groups' unaltered scores.
+
+    On an arm whose `factors:` include the column: the difference of two
+    levels' marginal means of z-scored scores (counterfactual regression). On
+    any other arm: the difference of the two strata's mean original scores
+    (`scale: sd` divides by the arm's score SD, recomputed in every bootstrap
+    replicate), CI from the arm's cluster bootstrap.
+    """
 
 
 class FactorOnly(Params):

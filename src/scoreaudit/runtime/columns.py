@@ -11,7 +11,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Iterable, Iterator
 
-from scoreaudit.compiler.ir import ArmIR, AuditIR, StatCallIR
+from scoreaudit.compiler.ir import ArmIR, AuditIR, StatCallIR, readings_of
 from scoreaudit.registry import REGISTRIES, Ref, load_plugins
 
 COLUMN_KINDS = ("column", "stratum")
@@ -109,7 +109,12 @@ def required_columns(ir: AuditIR, arm: ArmIR) -> list[str]:
         for op in ir.operators.values():
             cols += columns_of_call("operator", op.call.plugin, dict(op.call.params))
     for cell in ir.cells():
-        if cell.arm == arm.name or arm.name in cell.arms:
+        readings = readings_of(cell.statistic)
+        if readings:  # a comparison: each reading's statistic and `where` columns, on its own arm
+            for r in readings:
+                if r.arm == arm.name:
+                    cols += _stat_columns(r.statistic) + [c for c, _ in r.where]
+        elif cell.arm == arm.name or arm.name in cell.arms:
             cols += _stat_columns(cell.statistic)
     return list(dict.fromkeys(cols))
 

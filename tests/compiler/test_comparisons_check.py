@@ -1,0 +1,86 @@
+"""Comparisons in the checker: expansion of readings into cells, and the manifest-based diagnostics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scoreaudit.compiler.ir import readings_of
+from scoreaudit.diagnostics import render_all
+
+from compiler_testutil import ROOT, check_text, golden
+
+CASES = ROOT / "tests" / "compiler" / "manifest_cases"
+PRELUDE = (CASES / "prelude.txt").read_text(encoding="utf-8")
+
+
+def _check_in_cases(name: str):
+    """Check prelude + case text as a spec file inside manifest_cases/ (so its manifests are read)."""
+    from scoreaudit import api
+
+    source = PRELUDE + (CASES / name).read_text(encoding="utf-8")
+    return source, api.check(CASES / "spec.audit", source=source)
+
+
+@pytest.mark.parametrize("code", ["E0465", "E0466", "E0470"])
+def test_manifest_diagnostics_golden(code):
+    source, checked = _check_in_cases(f"{code}.audit")
+    assert code in {d.code for d in checked.diagnostics} and checked.ir is None
+    text = render_all(checked.diagnostics, source).replace(str(CASES), "manifest_cases")
+    golden(CASES / f"{code}.expected", text + "\n")
+
+
+def test_unreadable_manifest_leaves_where_to_run_time_and_columns_satisfy_group_gap():
+    _, checked = _check_in_cases("ok_unreadable.audit")
+    assert checked.ok, [d.message for d in checked.diagnostics]
+
+
+def test_without_a_spec_file_nothing_is_read():
+    checked = check_text(PRELUDE + (CASES / "E0465.audit").read_text(encoding="utf-8"))
+    assert checked.ok
+
+
+SPEC = PRELUDE + '''hypothesis S1 "t" {
+  abs(ratio(fidelity_index(light) for pick, fidelity_index(light) for laion)) < 0.05 on real
+}
+hypothesis S2 "t" {
+  abs(ratio(asymmetry(light) on real, asymmetry(light))) < 0.33 on elsewhere for each scorer
+}
+hypothesis S4 "t" {
+  difference(pairwise_accuracy() for pick, pairwise_accuracy()) > 0 on wide
+}
+'''
+
+
+def test_unqualified_slots_expand_from_the_claim():
+    checked = check_text(SPEC)
+    assert checked.ok, [d.message for d in checked.diagnostics]
+    cells = {c.id: c for c in checked.ir.cells()}
+    assert list(cells) == ["S1/pick:laion/real", "S2/laion/real:elsewhere", "S2/pick/real:elsewhere",
+                           "S4/pick:laion/wide"]  # S4's `pick` vs `pick` is the same reading: not a cell
+    s1 = readings_of(cells["S1/pick:laion/real"].statistic)
+    assert [(r.arm, r.scorer) for r in s1] == [("real", "pick"), ("real", "laion")]
+    s2 = readings_of(cells["S2/pick/real:elsewhere"].statistic)
+    assert [(r.arm, r.scorer) for r in s2] == [("real", "pick"), ("elsewhere", "pick")]
+    assert cells["S2/pick/real:elsewhere"].arm is None and cells["S1/pick:laion/real"].arm == "real"
+    assert cells["S1/pick:laion/real"].test.kind == "equivalence"
+    parts = cells["S4/pick:laion/wide"].parts()
+    assert [(a, s) for a, s, _ in parts] == [("wide", "pick"), ("wide", "laion")]
+
+
+def test_where_values_keep_their_text():
+    checked = check_text(PRELUDE + 'hypothesis S "t" {\n  difference(curve(light) where race = "Black", '
+                         'curve(light) where judge = 1) > 0 on real\n}\n')
+    assert checked.ok
+    r = readings_of(checked.ir.cells()[0].statistic)
+    assert r[0].where == (("race", "Black"),) and r[1].where == (("judge", "1"),)
+
+
+def test_plan_shows_pairing():
+    from scoreaudit.compiler.plan import build_plan, render_plan
+
+    checked = check_text(SPEC)
+    out = render_plan(build_plan(checked.ir, base_dir=ROOT))
+    assert "S1/pick:laion/real: paired: the same clusters of real" in out
+    assert "S2/pick/real:elsewhere: independent unless real and elsewhere share cluster ids" in out
