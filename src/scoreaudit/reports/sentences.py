@@ -52,6 +52,10 @@ def cell_sentence(cell: dict) -> str:
         fmt.peq(cell.get("p"), "p") if cell.get("p") is not None else "",
         fmt.peq(cell.get("q"), "q") if cell.get("q") is not None else "") if s)
     pq = f", {pq}" if pq else ""
+    from scoreaudit.stats.comparison_sentences import OWN_SENTENCE, own_sentence
+
+    if cell.get("statistic") in OWN_SENTENCE:  # comparisons, decompositions, agreement
+        return own_sentence(cell, num=lambda x, sign: fmt.num(x, signed=sign), qtext=lambda q: fmt.peq(q, "q"))
     if cell.get("statistic") == "transfers":
         cls = detail.get("class", "undetermined")
         return f"{where}, {scorer}'s transfer class is {cls}{_claim(cell)}: {outcome}."

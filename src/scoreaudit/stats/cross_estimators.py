@@ -29,7 +29,7 @@ def _frame(ctx: StatContext, arm: str, scorer: str) -> tuple[pd.DataFrame, objec
 
 def _prompt_column(ctx: StatContext, arm: str, scorer: str, df: pd.DataFrame) -> str | None:
     """The column scores are z-scored within: the arm's prompt, else the scorer's prompt column."""
-    arm_ir = ctx.ir.arms[arm]
+    arm_ir = ctx.ir.arms[ctx.arm(arm).name]
     col = arm_ir.call.params.get("prompt")
     if not col:
         p = ctx.ir.scorers[scorer].call.params.get("prompt") if scorer in ctx.ir.scorers else None
@@ -56,6 +56,11 @@ def _factor_effect(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) ->
 
 @estimator("group_gap")
 def _group_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    if call.params["factor"] not in ctx.ir.arms[ctx.arm(arm).name].factors:  # strata of any arm
+        from scoreaudit.stats.comparisons import stratum_gap
+
+        return stratum_gap(ctx, ctx.arm(arm), scorer, call.params["factor"], str(call.params["a"]),
+                           str(call.params["b"]))
     df, a = _frame(ctx, arm, scorer)
     factors = _model_factors(ctx, arm, call)
     return cross.group_gap(df, call.params["factor"], str(call.params["a"]), str(call.params["b"]), factors,

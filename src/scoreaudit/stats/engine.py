@@ -30,7 +30,7 @@ from scoreaudit.stats.verdicts import verdicts as _verdicts
 
 import importlib
 
-for _mod in ("scoreaudit.stats.cross", "scoreaudit.stats.cross_estimators"):
+for _mod in ("scoreaudit.stats.cross", "scoreaudit.stats.cross_estimators", "scoreaudit.stats.comparisons"):
     try:  # cross-image statistics (ST2) register themselves when present
         importlib.import_module(_mod)
     except ImportError:  # pragma: no cover - until they exist

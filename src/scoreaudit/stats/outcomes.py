@@ -95,6 +95,10 @@ def subject(statistic: str, params: dict) -> str:
 
 
 def sentence(cell: dict) -> str:
+    from scoreaudit.stats.comparison_sentences import OWN_SENTENCE, own_sentence
+
+    if cell.get("statistic") in OWN_SENTENCE:  # comparisons, decompositions, agreement
+        return own_sentence(cell)
     where = f"On {cell['arm']}" if cell.get("arm") else "Across " + " → ".join(cell.get("arms") or [])
     subj = subject(cell["statistic"], cell.get("params") or {})
     if cell.get("undefined"):

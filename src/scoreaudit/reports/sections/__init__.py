@@ -24,6 +24,6 @@ def section(name: str, *, order: int, title: str, first_screen: bool = False) ->
 def load() -> list:
     """Import the built-in section modules; return every section entry in declared order."""
     from scoreaudit.reports.sections import (  # noqa: F401  (imports register)
-        appendix, cross_image, dose_response, exclusions, first_screen, populations, selection, validity)
+        appendix, comparisons, cross_image, dose_response, exclusions, first_screen, populations, selection, validity)
 
     return sorted(_registry, key=lambda e: (e.meta.get("order", 1000), e.name))

@@ -1,0 +1,130 @@
+"""The sentence of a `difference`/`ratio` cell, from its detail (no numbers of its own).
+
+"On real, hps's fidelity index of light is 0.031× laion's [0.018, 0.047], q < 0.001: supported."
+What the two readings share (arm, `where`, statistic) is said once; what
+differs is said per reading. Number formatting is the caller's (results.json
+and the report format numbers their own way), so the words stay the same.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+COMPARISONS = ("difference", "ratio")
+#: statistics of this issue with a sentence of their own (their subject needs their parameters)
+OWN_SENTENCE = COMPARISONS + ("share", "decompose", "agreement")
+
+STAT_WORDS = {"fidelity_index": "fidelity index", "curve": "mean score change", "net_drift": "best-of-n net drift",
+              "pairwise_accuracy": "pairwise accuracy", "mean_gap": "mean gap", "placebo_ratio": "placebo ratio",
+              "group_gap": "group gap"}
+
+
+def _subject(r: dict) -> str:
+    words = STAT_WORDS.get(r["statistic"], r["statistic"].replace("_", " "))
+    p = r.get("params") or {}
+    what = p.get("operator") or p.get("selection") or p.get("factor") or p.get("label")
+    return f"{words} of {what}" if what else words
+
+
+def _where(w) -> str:
+    return " and ".join(f"{c} = {v}" for c, v in w)
+
+
+def _fmt(x: Optional[float], signed: bool) -> str:
+    """Three significant digits, no exponent between 1e-4 and 1e6 (0.031, 1.03, 250)."""
+    if x is None or not math.isfinite(x):
+        return "undefined"
+    a = abs(x)
+    if a == 0:
+        return "0"
+    if a < 1e-4 or a >= 1e6:
+        return f"{x:+.2e}" if signed else f"{x:.2e}"
+    digits = max(0, 2 - math.floor(math.log10(a)))
+    text = f"{a:.{digits}f}"
+    sign = "-" if x < 0 else ("+" if signed else "")
+    return sign + text
+
+
+def _q(q: Optional[float]) -> str:
+    if q is None or not math.isfinite(q):
+        return "q undefined"
+    return "q < 0.001" if q < 0.001 else f"q = {q:.3f}"
+
+
+def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
+                        qtext: Callable[[Optional[float]], str] = _q) -> str:
+    """The sentence of a comparison cell (`num(x, signed)` and `qtext(q)` format the numbers)."""
+    d = cell.get("detail") or {}
+    ra, rb = (d.get("readings") or [{}, {}])[:2] if len(d.get("readings") or []) >= 2 else (None, None)
+    kind = cell.get("statistic")
+    outcome = cell.get("outcome") or "inconclusive"
+    if ra is None:
+        reason = cell.get("undefined") or "no readings"
+        return f"The {kind} in {cell.get('id', 'this cell')} is undefined ({reason}): {outcome}."
+    same_arm = ra["arm"] == rb["arm"]
+    same_where = list(ra.get("where") or []) == list(rb.get("where") or [])
+    same_stat = (ra["statistic"], ra.get("params")) == (rb["statistic"], rb.get("params"))
+    lead = f"On {ra['arm']}" if same_arm else "Across arms"
+    if same_where and ra.get("where"):
+        lead += f" where {_where(ra['where'])}"
+
+    def own(r: dict) -> str:
+        out = "" if same_arm else f" on {r['arm']}"
+        if not same_where and r.get("where"):
+            out += f" where {_where(r['where'])}"
+        return out
+
+    a_text = f"{ra['scorer']}'s {_subject(ra)}{own(ra)}"
+    if same_stat:
+        b_text = (f"{rb['scorer']}'s" if rb["scorer"] != ra["scorer"] else "that") + own(rb)
+    else:
+        b_text = f"{rb['scorer']}'s {_subject(rb)}{own(rb)}"
+    if cell.get("undefined"):
+        return f"{lead}, the {kind} of {a_text} and {b_text} is undefined ({cell['undefined']}): {outcome}."
+    lo, hi = cell.get("ci_low"), cell.get("ci_high")
+    ratio = kind == "ratio"
+    ci = ""
+    if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+        ci = f" [{num(lo, not ratio)}, {num(hi, not ratio)}]"
+    est = num(cell.get("estimate"), not ratio)
+    test = d.get("test")
+    how = f" ({test})" if test and test != "bootstrap" else ""
+    if ratio:
+        return f"{lead}, {a_text} is {est}\u00d7 {b_text}{ci}, {qtext(cell.get('q'))}: {outcome}."
+    return f"{lead}, {a_text} minus {b_text} is {est}{ci}{how}, {qtext(cell.get('q'))}: {outcome}."
+
+
+def _lead(cell: dict) -> str:
+    return f"On {cell['arm']}" if cell.get("arm") else "Across arms"
+
+
+def own_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
+                 qtext: Callable[[Optional[float]], str] = _q) -> str:
+    """The sentence of any statistic in OWN_SENTENCE (comparisons, decompositions, agreement)."""
+    name = cell.get("statistic")
+    if name in COMPARISONS:
+        return comparison_sentence(cell, num, qtext)
+    d = cell.get("detail") or {}
+    p = cell.get("params") or {}
+    outcome = cell.get("outcome") or "inconclusive"
+    if name in ("share", "decompose"):
+        gap = f"the {d.get('by', '?')} gap ({d.get('a', '?')} \u2212 {d.get('b', '?')})"
+        what = (f"{p.get('part', d.get('part', '?'))} share of {gap}" if name == "share"
+                else f"part of {gap} that {d.get('measure', 'the measure')} explains")
+        signed = name == "decompose"
+    else:
+        what = f"{p.get('metric', d.get('metric', 'accuracy'))} against the labels in {p.get('label', d.get('label'))}"
+        signed = False
+    subject = f"{_lead(cell)}, {cell.get('scorer')}'s {what}"
+    if cell.get("undefined"):
+        return f"{subject} is undefined ({cell['undefined']}): {outcome}."
+    lo, hi = cell.get("ci_low"), cell.get("ci_high")
+    ci = ""
+    if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+        ci = f" [{num(lo, signed)}, {num(hi, signed)}]"
+    extra = ""
+    if name == "agreement" and (d.get("excluded_label") or d.get("excluded_ties")):
+        n_ex = int(d.get("excluded_label") or 0) + int(d.get("excluded_ties") or 0)
+        extra = f" ({d.get('n')} rows, {n_ex} excluded)"
+    return f"{subject} is {num(cell.get('estimate'), signed)}{ci}{extra}, {qtext(cell.get('q'))}: {outcome}."
