@@ -68,11 +68,19 @@ def test_abs_wraps_a_comparison():
     "ratio(curve(light), curve(light), curve(light)) > 0",
     'difference(curve(light) where race, curve(light)) > 0',
     'difference(curve(light) where race = Black, curve(light)) > 0',  # the value is quoted
-    "curve(light) on real < curve(light) on synthetic",  # what a new user tries first
+    "curve(light) on real < curve(light) on synthetic",  # what a new user tries first: E0472
 ])
 def test_malformed_comparisons_are_syntax_errors(bad):
     module, diags = parse(f'audit "t" {{ version: 1 }}\nhypothesis S "t" {{\n  {bad}\n}}\n')
-    assert module is None and diags and diags[0].code.startswith("E01")
+    assert module is None and diags and diags[0].code[:3] in ("E01", "E04")
+
+
+def test_two_readings_compared_directly_get_the_rewrite():
+    _, diags = parse('audit "t" { version: 1 }\nhypothesis S "t" {\n  curve(light) on real < curve(light) on '
+                     'synthetic for each scorer\n}\n')
+    assert [d.code for d in diags] == ["E0472"]
+    assert diags[0].help == ("write `difference(curve(light) on real, curve(light) on synthetic) < 0 "
+                             "for each scorer`")
 
 
 def test_keywords_stay_names_elsewhere():

@@ -42,6 +42,9 @@ CASES = {
     "E0108_no_audit_block": ("scorer s = f()\n", ["E0108"]),
     "E0109_too_deep": (HEAD + "scorer s = " + "f(" * 70 + ")" * 70 + "\n", ["E0109"]),
     "E0110_positional_after_keyword": (HEAD + 'arm a = images(kind: real, "x")\n', ["E0110"]),
+    "E0472_two_readings": (HEAD + 'hypothesis S3 "t" {\n  pairwise_accuracy() on wide < pairwise_accuracy() on orig'
+                           ' for hps\n}\n', ["E0472"]),
+    "E0472_two_calls": (HEAD + 'hypothesis S "t" {\n  f() > g()\n}\n', ["E0472"]),
     "several_errors": (
         HEAD + "scorer s = f(\narm a = g(x: 1 2)\nregion r = not\nmeasure m = h()\noperator o = k()\n",
         ["E0101", "E0101", "E0101", "E0102"],

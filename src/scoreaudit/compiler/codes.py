@@ -168,6 +168,10 @@ CATALOGUE: tuple[Code, ...] = (
          "identity dose.", "Use the same operator plugin on another region.",
          "placebo jp = jpeg(region: rest) of light\n"),
     # ------------------------------------------------------------ E046x comparisons between readings
+    _g("E0472", "two readings compared with `<` or `>`", "A claim line compares two statistics directly "
+       "(`pairwise_accuracy() on wide < pairwise_accuracy() on orig`); a claim compares one value with a number.",
+       "Compare the readings with `difference(a, b) < 0` (or `ratio(a, b) < 1`).",
+       'audit "t" { version: 1 }\nhypothesis S3 "t" {\n  pairwise_accuracy() on wide < pairwise_accuracy() on orig\n}\n'),
     Code("E0460", "a claim inside a comparison", "One side of `difference(a, b)` or `ratio(a, b)` is a statistic "
          "that decides a claim itself (`transfers`, `homogeneous`) or reads several arms.",
          "Compare statistics that return a number.",

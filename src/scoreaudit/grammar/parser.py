@@ -14,7 +14,7 @@ E0100 internal parser failure, E0101 unexpected token, E0102 operator without
 `doses`, E0103 block without `}`, E0104 `=` instead of `:` in a settings block,
 E0105 unquoted text, E0106 unterminated string, E0107 unexpected character,
 E0108 no `audit` block, E0109 nesting too deep, E0110 positional argument after
-a keyword argument.
+a keyword argument; E0472 two readings compared with `<`/`>` (write `difference(a, b)`).
 """
 
 from __future__ import annotations
@@ -267,6 +267,12 @@ ERROR_EXAMPLES: dict[str, list[str]] = {
         'audit "t" { version = 1 }',
         'report { title = "x" }',
     ],
+    "E0472": [
+        'hypothesis H "t" { f() on a < g() }',
+        'hypothesis H "t" { f() for a < g() }',
+        'hypothesis H "t" { f() on a for b < g() }',
+        'hypothesis H "t" { f() < g() }',
+    ],
     "E0105": [
         "scorer s = f(prompt: a photo of a person)",
         "scorer s = f(a photo)",
@@ -475,6 +481,8 @@ class _Parse:
                     help=f"put text in double quotes: `{fix}`",
                 )
                 return self.next_decl_line(pos)
+        if label == "E0472" and self.two_readings(tok, tok_span):
+            return self.next_decl_line(pos)
         # 4. anything else
         if cut is not None:
             message = f"this declaration is incomplete: expected {_expected_words(expected - {'$END'})}"
@@ -482,6 +490,29 @@ class _Parse:
             message = f"unexpected {_token_words(tok)}; expected {_expected_words(expected)}"
         self.diag("E0101", message, tok_span, help=self.generic_help(tok, expected, cut is not None))
         return None if at_end and cut is None else self.next_decl_line(pos)
+
+    def two_readings(self, tok: Token, tok_span: Span) -> bool:
+        """`θ on a < θ on b`: a claim compares one reading with a number; say how to compare two."""
+        start = tok.start_pos or 0
+        line_start = self.text.rfind("\n", 0, start) + 1
+        line_end = self.text.find("\n", start)
+        line = self.text[line_start:len(self.text) if line_end < 0 else line_end].split("#")[0].strip()
+        m = re.fullmatch(r"(.+?)\s*(<=|>=|<|>)\s*([A-Za-z_][A-Za-z0-9_]*\s*\(.*)", line)
+        if m is None:
+            return False
+        left, op, right = m.group(1), m.group(2), m.group(3).rstrip(" }")
+        tail = ""
+        cut = re.search(r"\s+for\s+(each\s+scorer|[A-Za-z_].*)$", right)
+        if cut is not None:  # a trailing `for ...` most likely meant the whole claim
+            right, tail = right[:cut.start()], " " + cut.group(0).strip()
+        self.diag(
+            "E0472",
+            "a claim compares a statistic with a number; two readings are compared with "
+            "`difference(a, b)` or `ratio(a, b)`",
+            tok_span,
+            help=f"write `difference({left}, {right}) {op} 0{tail}`",
+        )
+        return True
 
     def generic_help(self, tok: Token, expected: set[str], cut: bool = False) -> str:
         decl_terms = {"_" + k.upper() for k in DECL_KEYWORDS}
