@@ -36,3 +36,20 @@ def skin_pdf(tmp_path_factory) -> Path:
     paths = render(d, formats=["html", "pdf"])
     assert d / "report.pdf" in paths
     return d
+
+
+@pytest.fixture(scope="session")
+def demo_bundle(tmp_path_factory) -> Path:
+    """The demo audit run for real (small data, few resamples): what a newcomer's `make demo` shows."""
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "scripts"))
+    import make_demo_data
+
+    from scoreaudit import api
+
+    d = tmp_path_factory.mktemp("demo")
+    make_demo_data.build(d / "data" / "demo", n_real=10, n_prompts=4)
+    text = (root / "examples" / "demo.audit").read_text(encoding="utf-8").replace("bootstrap: 2000", "bootstrap: 200")
+    (d / "demo.audit").write_text(text, encoding="utf-8")
+    api.run(d / "demo.audit", out=d / "out", progress=False)
+    return d / "out"

@@ -17,11 +17,11 @@ from scoreaudit.reports.render import render
 from scoreaudit.reports.sentences import cell_sentence
 
 EXPECTED_SECTIONS = {
-    "skin_tone": ["preregistration", "verdict", "hypotheses", "curves", "placebo", "drift", "transfer", "strata",
+    "skin_tone": ["preregistration", "verdict", "glance", "hypotheses", "curves", "placebo", "drift", "transfer", "strata",
                   "validity", "uniformity", "exclusions", "appendix"],
-    "body_warp": ["preregistration", "verdict", "hypotheses", "curves", "validity", "uniformity", "attribute",
+    "body_warp": ["preregistration", "verdict", "glance", "hypotheses", "curves", "validity", "uniformity", "attribute",
                   "exclusions", "appendix"],
-    "cross_image": ["preregistration", "verdict", "hypotheses", "pairs", "agreement", "factors", "ranks",
+    "cross_image": ["preregistration", "verdict", "glance", "hypotheses", "pairs", "agreement", "factors", "ranks",
                     "exclusions", "appendix"],
 }
 ALL_SECTIONS = {s for v in EXPECTED_SECTIONS.values() for s in v}

@@ -77,6 +77,7 @@ def _drift(rows: list, ctx) -> list:
             p = min(1.0, 2 * min(r["p_greater_0"], r.get("p_less_0", 1.0)))  # two-sided from the two one-sided
         measure = ctx.measures_unit(r.get("measure"))
         out.append({**r, "unit": r.get("unit") or measure, "groups": _first(r, "groups", "n_groups"),
+                    "p_sided": r.get("p_sided") or "two-sided",
                     "argmax": {"estimate": r.get("argmax_drift"), "ci_low": r.get("argmax_ci_low"),
                                "ci_high": r.get("argmax_ci_high")},
                     "random": {"estimate": r.get("random_drift"), "ci_low": r.get("random_ci_low"),
@@ -118,7 +119,7 @@ def _strata(rows: list, ctx) -> list:
             "cell": cid, "scorer": r.get("scorer"), "arm": r.get("arm"), "statistic": r.get("statistic"),
             "by": r.get("by"), "test": _first(detail, "test", default="kruskal"),
             "omnibus_statistic": _first(detail, "omnibus_statistic", "statistic_value"),
-            "p": _first(r, "omnibus_p", "p"), "q": r.get("q"),
+            "p": _first(r, "omnibus_p", "p"), "q": r.get("q"), "ci_level": _first(r, "ci_level", default=detail.get("ci_level")),
             "pooled": pooled if isinstance(pooled, dict) else {
                 "estimate": pooled, "ci_low": _first(detail, "pooled_ci_low"), "ci_high": _first(detail, "pooled_ci_high")},
             "strata": [], "largest_contrast": detail.get("largest_contrast")})
@@ -135,15 +136,20 @@ def _cell_rows(ctx, statistics: tuple[str, ...]) -> list[dict]:
 def _pairs(rows: list, ctx) -> list:
     if rows:
         return rows
+    gaps = {(c.get("scorer"), c.get("arm")): c for c in _cell_rows(ctx, ("mean_gap",))}
     out = []
     for c in _cell_rows(ctx, ("pairwise_accuracy",)):
         d = c.get("detail") or {}
+        g = gaps.get((c.get("scorer"), c.get("arm"))) or {}
         out.append({"scorer": c.get("scorer"), "arm": c.get("arm"), "accuracy": c.get("estimate"),
                     "ci_low": _first(d, "wilson_low", "ci_low", default=c.get("ci_low")),
                     "ci_high": _first(d, "wilson_high", "ci_high", default=c.get("ci_high")),
+                    "ci_level": c.get("ci_level"), "test": c.get("test"),
                     "p": c.get("p"), "n_pairs": _first(d, "n_pairs", "n"), "ties": d.get("ties"),
-                    "mean_gap": d.get("mean_gap"), "mean_gap_ci_low": d.get("mean_gap_ci_low"),
-                    "mean_gap_ci_high": d.get("mean_gap_ci_high")})
+                    "mean_gap": _first(d, "mean_gap", default=g.get("estimate")),
+                    "mean_gap_ci_low": _first(d, "mean_gap_ci_low", default=g.get("ci_low")),
+                    "mean_gap_ci_high": _first(d, "mean_gap_ci_high", default=g.get("ci_high")),
+                    "mean_gap_ci_level": g.get("ci_level")})
     return out
 
 
@@ -158,6 +164,7 @@ def _agreement(rows: list, ctx) -> list:
         out.append({"scorer": c.get("scorer"), "arm": c.get("arm"), "method": c.get("statistic"),
                     "column": _first(d, "column", default=(c.get("params") or {}).get("column")),
                     "r": r, "ci_low": c.get("ci_low"), "ci_high": c.get("ci_high"), "p": c.get("p"),
+                    "ci_level": c.get("ci_level"), "test": c.get("test"),
                     "variance_explained": _first(d, "variance_explained", default=None if r is None else r * r),
                     "n": _first(d, "n", "n_images")})
     return out
@@ -177,6 +184,7 @@ def _factors(rows: list, ctx) -> list:
                     "factor": _first(d, "factor", default=(c.get("params") or {}).get("factor")),
                     "model": _first(d, "model", default=(c.get("params") or {}).get("model")),
                     "effect": c.get("estimate"), "ci_low": c.get("ci_low"), "ci_high": c.get("ci_high"),
+                    "ci_level": c.get("ci_level"),
                     "p": _first(d, "wald_p", default=c.get("p")), "wald_df": d.get("wald_df"), "levels": levels})
     return out
 

@@ -142,5 +142,18 @@ class ReportContext:
         titles.update({h.get("name"): h.get("title", "") for h in self.results.get("hypotheses") or []})
         return titles
 
+    def label(self, kind: str, name) -> str:
+        """How the report names a scorer, arm or operator: its `label: "..."` when the spec gave one."""
+        if name is None:
+            return ""
+        decl = (self.ir.get({"scorer": "scorers", "arm": "arms", "operator": "operators"}[kind]) or {}).get(name) or {}
+        return str(decl.get("label") or name)
+
+    def arm_text(self, cell: dict) -> str:
+        """A cell's arm (or `source → target` for a cell over two arms), by label."""
+        if cell.get("arm"):
+            return self.label("arm", cell["arm"])
+        return " \u2192 ".join(self.label("arm", a) for a in cell.get("arms") or [])
+
     def cells_for(self, statistic: str) -> list[dict]:
         return [c for c in self.results.get("cells") or [] if c.get("statistic") == statistic]

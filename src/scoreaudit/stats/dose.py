@@ -123,5 +123,6 @@ def uniformity_rows(ctx: StatContext, arm: str, scorer: str) -> list[dict]:
                      "fi": est.estimate, "ci_low": lo, "ci_high": hi, "p": est.p_greater(0.0),
                      "asymmetry": asym.estimate, "asym_ci_low": alo, "asym_ci_high": ahi,
                      "asym_p": min(1.0, p_asym) if np.isfinite(p_asym) else float("nan"),
+                     "ci_level": 1 - ctx.alpha, "p_sided": "greater", "asym_p_sided": "two-sided",
                      "n_clusters": est.detail.get("n_clusters"), "undefined": est.undefined})
     return rows

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoreaudit.reports import charts, fmt
+from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 
 
@@ -44,10 +44,10 @@ def curves(ctx) -> dict | None:
         y_label = _unit_label(ctx, first.get("unit"))
         panels = [charts.line_panel(series_by_scorer[s], title=s, x_label=x_label, y_label=y_label, ylim=ylim,
                                     ref_x=first.get("identity")) for s in scorers]
-        levels = {p.get("ci_level") for r in op_rows for p in r.get("points") or [] if p.get("ci_level")}
-        figures.append({"level": fmt.num(100 * (levels.pop() if len(levels) == 1 else 0.95), 2), "operator": op, "placebo_of": first.get("placebo_of"), "panels": panels,
+        level = labels.section_level(ctx, [p for r in op_rows for p in r.get("points") or []])
+        figures.append({"level": labels.level_pct(level), "operator": op, "placebo_of": first.get("placebo_of"), "panels": panels,
                         "legend": charts.legend(arms), "n_panels": len(panels)})
-    return {"figures": figures, "arms": arms, "level": figures[0]["level"] if figures else "95"}
+    return {"figures": figures, "arms": arms, "level": figures[0]["level"] if figures else labels.level_pct(1 - ctx.alpha)}
 
 
 @section("placebo", order=50, title="Placebo ratios")
@@ -76,8 +76,7 @@ def placebo(ctx) -> dict | None:
     positive = all((r.est is None or r.est > 0) and (r.lo is None or r.lo > 0) for r in chart_rows)
     chart = charts.forest(chart_rows, x_label="placebo ratio R = FI(operator) / FI(placebo)", ref=1.0, band=band,
                           log=positive, title="Placebo ratios")
-    levels = {r.get("ci_level") for r in rows if r.get("ci_level")}
-    level = fmt.num(100 * (levels.pop() if len(levels) == 1 else 0.95), 2)
+    level = labels.level_pct(labels.section_level(ctx, rows))
     return {"chart": chart, "rows": table, "level": level, "band": band and f"[{fmt.plain(band[0])}, {fmt.plain(band[1])}]"}
 
 
@@ -86,11 +85,17 @@ def uniformity(ctx) -> dict | None:
     rows = ctx.section("uniformity")
     if not rows:
         return None
-    return {"unit": _unit_label(ctx, None), "rows": [{
-        "scorer": r.get("scorer"), "arm": r.get("arm"), "operator": r.get("operator"), "placebo_of": r.get("placebo_of"),
-        "fi": fmt.signed(r.get("fi")), "fi_ci": fmt.ci(r.get("fi_ci_low"), r.get("fi_ci_high")), "fi_p": fmt.pval(r.get("fi_p")),
-        "a": fmt.signed(r.get("asymmetry")), "a_ci": fmt.ci(r.get("asym_ci_low"), r.get("asym_ci_high")),
-        "a_p": fmt.pval(r.get("asym_p")), "n": fmt.count(r.get("n_clusters"))} for r in rows]}
+    fi_sided = {labels.sided(r.get("p_sided"), "greater") for r in rows}
+    asym_sided = {labels.sided(r.get("asym_p_sided"), "two-sided") for r in rows}
+    return {"unit": _unit_label(ctx, None), "level": labels.ci(labels.section_level(ctx, rows)),
+            "fi_p": " / ".join(sorted(fi_sided)), "asym_p": " / ".join(sorted(asym_sided)),
+            "rows": [{
+                "scorer": ctx.label("scorer", r.get("scorer")), "arm": ctx.label("arm", r.get("arm")),
+                "operator": ctx.label("operator", r.get("operator")), "placebo_of": r.get("placebo_of"),
+                "fi": fmt.signed(r.get("fi")), "fi_ci": fmt.ci(r.get("fi_ci_low"), r.get("fi_ci_high")),
+                "fi_p": fmt.pval(r.get("fi_p")),
+                "a": fmt.signed(r.get("asymmetry")), "a_ci": fmt.ci(r.get("asym_ci_low"), r.get("asym_ci_high")),
+                "a_p": fmt.pval(r.get("asym_p")), "n": fmt.count(r.get("n_clusters"))} for r in rows]}
 
 
 @section("attribute", order=105, title="Attribute vs. artifact")
@@ -108,4 +113,4 @@ def attribute(ctx) -> dict | None:
             "terms": [{"name": t.get("name"), "role": t.get("role"), "beta": fmt.signed(t.get("beta")),
                        "se": fmt.num(t.get("se")), "ci": fmt.ci(t.get("ci_low"), t.get("ci_high")),
                        "p": fmt.pval(t.get("p"))} for t in r.get("terms") or []]})
-    return {"models": models}
+    return {"models": models, "level": labels.ci(labels.section_level(ctx, rows))}

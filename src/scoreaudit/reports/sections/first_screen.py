@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from scoreaudit.reports import fmt
+from scoreaudit.reports import fmt, labels
 from scoreaudit.reports.sections import section
-from scoreaudit.reports.sentences import OUTCOME_ICON, cell_sentence
+from scoreaudit.reports.sentences import OUTCOME_ICON, UNSIGNED, cell_sentence
 
 LOCK_HEADINGS = {
     "pre-registered": ("Pre-registered", "The hypotheses were locked before any image was scored."),
@@ -66,7 +66,129 @@ def verdict(ctx) -> dict:
             "bias": bias, "label": "Bias measurement" if bias else "Mechanistic stress test only",
             "failed": [c["name"] for c in conds if not c["held"]], "conditions": conds,
         })
-    return {"verdicts": verdicts}
+    operators = [ctx.label("operator", o) for o, op in ctx.operators.items() if not (op or {}).get("placebo_of")]
+    return {"verdicts": verdicts, "operators": ", ".join(operators)}
+
+
+OUTCOMES = ("supported", "refuted", "inconclusive")
+CORRECTION_WORDS = {"bh": "false discovery rate (Benjamini\u2013Hochberg)", "by": "false discovery rate (Benjamini\u2013Yekutieli)",
+                    "holm": "familywise error rate (Holm)", "bonferroni": "familywise error rate (Bonferroni)",
+                    "none": "no multiplicity correction"}
+
+
+def cell_anchor(index: int) -> str:
+    """The id of a cell's sentence (the glance matrix links to it)."""
+    return f"cell-{index + 1}"
+
+
+def _hypothesis_order(ctx) -> list[str]:
+    cells = ctx.results.get("cells") or []
+    order = [h.get("name") for h in ctx.results.get("hypotheses") or []]
+    for c in cells:
+        if c.get("hypothesis") not in order:
+            order.append(c.get("hypothesis"))
+    return order
+
+
+def _scorer_order(ctx) -> list[str]:
+    cells = ctx.results.get("cells") or []
+    declared = list(ctx.ir.get("scorers") or (ctx.results.get("environment") or {}).get("scorers") or {})
+    used = list(dict.fromkeys(c.get("scorer") for c in cells))
+    return [s for s in declared if s in used] + [s for s in used if s not in declared]
+
+
+def legend(ctx) -> list[tuple[str, str, str]]:
+    """(outcome, icon, rule in plain words), from the audit's own alpha, correction and interval level."""
+    settings = ctx.results.get("settings") or {}
+    alpha = ctx.alpha
+    corr = CORRECTION_WORDS.get(settings.get("correction", "bh"), str(settings.get("correction")))
+    level = labels.level_pct(1 - 2 * alpha)
+    return [
+        ("supported", OUTCOME_ICON["supported"],
+         f"the claim holds at \u03b1 = {fmt.plain(alpha)}: its p-value, adjusted for {corr}, is q \u2264 {fmt.plain(alpha)}."),
+        ("refuted", OUTCOME_ICON["refuted"],
+         f"the {level} interval (1 \u2212 2\u03b1) lies entirely on the other side of the claim's threshold "
+         "(for a claimed interval: entirely outside it)."),
+        ("inconclusive", OUTCOME_ICON["inconclusive"],
+         "neither: the data cannot tell (or the statistic is undefined)."),
+    ]
+
+
+def summary(ctx) -> str:
+    """One paragraph of what was found, generated from the cells and verdicts (no free text)."""
+    cells = ctx.results.get("cells") or []
+    if not cells:
+        return ""
+    total = Counter(c.get("outcome") or "inconclusive" for c in cells)
+    hyps = _hypothesis_order(ctx)
+    scorers = _scorer_order(ctx)
+    parts = [f"{len(cells)} cell{'s' if len(cells) != 1 else ''} over {len(hyps)} hypothes{'es' if len(hyps) != 1 else 'is'} "
+             f"and {len(scorers)} scorer{'s' if len(scorers) != 1 else ''}: "
+             + ", ".join(f"{total.get(o, 0)} {o}" for o in OUTCOMES) + "."]
+    for outcome, verb in (("supported", "supported"), ("refuted", "refuted")):
+        whole, some = [], []
+        for h in hyps:
+            hc = [c for c in cells if c.get("hypothesis") == h]
+            k = sum(1 for c in hc if (c.get("outcome") or "inconclusive") == outcome)
+            if hc and k == len(hc):
+                whole.append(h)
+            elif k:
+                some.append(f"{h} ({k} of {len(hc)})")
+        if whole:
+            parts.append(f"{_join(whole)} {'is' if len(whole) == 1 else 'are'} {verb} in every cell.")
+        if some:
+            parts.append(f"Partly {verb}: {_join(some)}.")
+    refuted_scorers = Counter(c.get("scorer") for c in cells if c.get("outcome") == "refuted")
+    if refuted_scorers:
+        worst, n = refuted_scorers.most_common(1)[0]
+        parts.append(f"Most refuted cells: {ctx.label('scorer', worst)} ({n}).")
+    for v in ctx.results.get("verdicts") or []:
+        axis = f"{v.get('measure', '?')} \u00d7 {ctx.label('operator', v.get('operator', '?'))}"
+        if v.get("verdict") == "bias-measurement":
+            parts.append(f"The {axis} axis is a bias measurement.")
+        else:
+            failed = [c.get("name", "?") for c in v.get("conditions") or [] if not c.get("held")]
+            parts.append(f"The {axis} axis is a mechanistic stress test only"
+                         + (f" ({_join(failed)} not met)." if failed else "."))
+    return " ".join(parts)
+
+
+def _join(xs: list[str]) -> str:
+    xs = [str(x) for x in xs]
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+@section("glance", order=25, title="At a glance", first_screen=True)
+def glance(ctx) -> dict | None:
+    """Hypotheses × scorers (one row per arm where a hypothesis runs on several), each cell's outcome and estimate."""
+    cells = ctx.results.get("cells") or []
+    if not cells:
+        return None
+    scorers = _scorer_order(ctx)
+    index = {id(c): i for i, c in enumerate(cells)}
+    rows = []
+    for h in _hypothesis_order(ctx):
+        hc = [c for c in cells if c.get("hypothesis") == h]
+        wheres = list(dict.fromkeys(ctx.arm_text(c) for c in hc))
+        for where in wheres:
+            entries = []
+            for s in scorers:
+                mine = [c for c in hc if c.get("scorer") == s and ctx.arm_text(c) == where]
+                entries.append([_glance_entry(c, index[id(c)]) for c in mine])
+            rows.append({"hypothesis": h, "title": ctx.hypothesis_titles.get(h, ""), "where": where,
+                         "first": where == wheres[0], "span": len(wheres), "entries": entries})
+    return {"scorers": [ctx.label("scorer", s) for s in scorers], "rows": rows, "summary": summary(ctx),
+            "legend": legend(ctx), "level": labels.level_pct(1 - 2 * ctx.alpha),
+            "note": labels.interval_note(ctx.alpha)}
+
+
+def _glance_entry(c: dict, i: int) -> dict:
+    outcome = c.get("outcome") or "inconclusive"
+    number = fmt.num if c.get("statistic") in UNSIGNED else fmt.signed
+    est = c.get("estimate")
+    return {"anchor": cell_anchor(i), "outcome": outcome, "icon": OUTCOME_ICON.get(outcome, "?"),
+            "estimate": (c.get("detail") or {}).get("class") or fmt.UNDEFINED if est is None else number(est),
+            "title": f"{outcome}: {c.get('claim_text') or c.get('statistic', '')}"}
 
 
 @section("hypotheses", order=30, title="Hypotheses and outcomes", first_screen=True)
@@ -74,20 +196,19 @@ def hypotheses(ctx) -> dict | None:
     cells = ctx.results.get("cells") or []
     if not cells:
         return None
-    order = [h.get("name") for h in ctx.results.get("hypotheses") or []]
-    for c in cells:
-        if c.get("hypothesis") not in order:
-            order.append(c.get("hypothesis"))
     deviated = {d.get("hypothesis"): d.get("change") for d in (ctx.results.get("lock") or {}).get("deviations") or []}
     groups = []
-    for name in order:
+    for name in _hypothesis_order(ctx):
         rows = []
-        for c in (c for c in cells if c.get("hypothesis") == name):
+        for i, c in enumerate(cells):
+            if c.get("hypothesis") != name:
+                continue
             outcome = c.get("outcome") or "inconclusive"
-            rows.append({"id": c.get("id", ""), "outcome": outcome, "icon": OUTCOME_ICON.get(outcome, "?"),
-                         "sentence": cell_sentence(c), "scorer": c.get("scorer", ""),
-                         "arm": c.get("arm") or " \u2192 ".join(c.get("arms") or []),
+            rows.append({"id": c.get("id", ""), "anchor": cell_anchor(i), "outcome": outcome,
+                         "icon": OUTCOME_ICON.get(outcome, "?"), "sentence": cell_sentence(c),
+                         "scorer": ctx.label("scorer", c.get("scorer")), "arm": ctx.arm_text(c),
                          "estimate": fmt.signed(c.get("estimate")), "ci": fmt.ci(c.get("ci_low"), c.get("ci_high")),
+                         "level": labels.ci(labels.cell_level(c, ctx.alpha)), "p_label": labels.cell_p(c),
                          "p": fmt.pval(c.get("p")), "q": fmt.pval(c.get("q"))})
         counts = Counter(r["outcome"] for r in rows)
         groups.append({"name": name, "title": ctx.hypothesis_titles.get(name, ""), "rows": rows,
@@ -96,4 +217,5 @@ def hypotheses(ctx) -> dict | None:
     total = Counter(c.get("outcome") or "inconclusive" for c in cells)
     settings = ctx.results.get("settings") or {}
     return {"groups": groups, "total": total, "n": len(cells), "alpha": fmt.plain(settings.get("alpha", 0.05)),
-            "correction": settings.get("correction", "bh")}
+            "correction": settings.get("correction", "bh"),
+            "levels": sorted({labels.ci(labels.cell_level(c, ctx.alpha)) for c in cells})}

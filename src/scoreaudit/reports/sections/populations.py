@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoreaudit.reports import charts, fmt
+from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 
 TRANSFER_MEANING = {
@@ -30,7 +30,9 @@ def transfer(ctx) -> dict | None:
             "tgt_ci": fmt.ci(r.get("target_ci_low"), r.get("target_ci_high")), "tgt_q": fmt.pval(r.get("target_q")),
             "diff": fmt.signed(r.get("difference")), "diff_ci": fmt.ci(r.get("difference_ci_low"), r.get("difference_ci_high")),
             "diff_p": fmt.pval(r.get("difference_p")), "cls": cls, "meaning": TRANSFER_MEANING.get(cls, "")})
-    return {"rows": out, "classes": TRANSFER_MEANING}
+    return {"rows": out, "classes": TRANSFER_MEANING, "level": labels.ci(labels.section_level(ctx, rows)),
+            "diff_p": labels.sided(rows[0].get("difference_p_sided"), "greater"),
+            "arm_p": labels.sided(rows[0].get("p_sided"), "two-sided")}
 
 
 @section("strata", order=80, title="Stratified results")
@@ -54,7 +56,8 @@ def strata(ctx) -> dict | None:
             "test": {"kruskal": "Kruskal\u2013Wallis", "anova": "one-way ANOVA"}.get(r.get("test"), r.get("test")),
             "stat": fmt.num(r.get("omnibus_statistic")), "p": fmt.pval(r.get("p")), "q": fmt.pval(r.get("q")),
             "chart": charts.forest(chart_rows, x_label=f"{r.get('statistic')} ({ctx.scale} units)",
-                                   ref=pooled.get("estimate"), title=f"Strata of {r.get('by')}"),
+                                   ref=pooled.get("estimate"),
+                                   title=f"Strata of {r.get('by')} ({labels.ci(labels.section_level(ctx, [r]))})"),
             "contrast": lc and {"a": lc.get("a"), "b": lc.get("b"), "diff": fmt.signed(lc.get("difference")),
                                 "p": fmt.pval(lc.get("p"))}})
-    return {"entries": out}
+    return {"entries": out, "level": labels.ci(labels.section_level(ctx, rows))}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoreaudit.reports import charts, fmt
+from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 
 
@@ -42,4 +42,6 @@ def drift(ctx) -> dict | None:
             "unit": unit, "rows": table,
             "chart": charts.forest(chart_rows, x_label=f"net drift of {first.get('measure')} ({unit})", ref=0.0,
                                    band=band, title=f"Net drift, {sel}")})
-    return {"groups": groups, "band": band and f"[{fmt.plain(band[0])}, {fmt.plain(band[1])}]"}
+    return {"groups": groups, "band": band and f"[{fmt.plain(band[0])}, {fmt.plain(band[1])}]",
+            "level": labels.ci(labels.section_level(ctx, rows)),
+            "p_words": " / ".join(sorted({labels.sided(r.get("p_sided"), "two-sided") for r in rows}))}
