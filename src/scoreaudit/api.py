@@ -2,7 +2,14 @@
 
 Each function is a thin composition of one layer's entry point, so the CLI
 never reaches into a layer's internals and layers stay one-directional:
-grammar → compiler → runtime → stats → reports.
+grammar → compiler → runtime → stats → reports. `register_scorer` makes a
+Python callable a scorer a spec can call (see examples/custom_scorer/).
+
+    from scoreaudit import api
+    checked = api.check("audit.audit")          # diagnostics, never raises for spec problems
+    ir, plan = api.compile("audit.audit")       # raises DiagnosticError on errors
+    results = api.run("audit.audit", out="out") # results.json as a dict; report.html written
+    api.render("out")                           # re-render the report from the bundle
 """
 
 from __future__ import annotations
@@ -106,3 +113,157 @@ def render(bundle: str | Path, formats=None) -> list[Path]:
     from scoreaudit.reports.render import render as _render
 
     return _render(Path(bundle), formats=formats)
+
+
+# ---------------------------------------------------------------- the rest of the command line's needs
+
+
+def plan_text(plan) -> str:
+    """An ExecutionPlan as `scoreaudit plan` prints it."""
+    from scoreaudit.compiler.plan import render_plan
+
+    return render_plan(plan)
+
+
+def format_source(source: str, path: str = "<input>"):
+    """Canonical text of a spec: (formatted text or None, diagnostics)."""
+    from scoreaudit.compiler.fmt import format_module
+
+    module, diags = parse(source, path)
+    if module is None or has_errors(diags):
+        return None, list(diags)
+    return format_module(module), list(diags)
+
+
+DESCRIBE_KINDS = ("operators", "scorers", "statistics", "regions", "measures", "settings")
+
+
+def describe(name: str) -> str | None:
+    """The documentation of every plugin, statistic or setting called `name` (None: nothing is)."""
+    from scoreaudit.compiler.describe import describe as _describe
+
+    return _describe(name)
+
+
+def describable(kind: str | None = None) -> dict[str, list[str]]:
+    """Names `describe` knows, by kind (`operators`, `scorers`, ..., `settings`)."""
+    from scoreaudit.compiler.describe import SETTING_DOCS
+    from scoreaudit.registry import load_plugins
+
+    reg = load_plugins()
+    out = {k: reg[k[:-1] if k != "statistics" else "statistic"].names() for k in DESCRIBE_KINDS if k != "settings"}
+    out["measures"] = sorted(set(out["measures"]) | set(reg["covariate"].names()))
+    out["settings"] = sorted(SETTING_DOCS)
+    return {k: out[k] for k in DESCRIBE_KINDS if kind in (None, k)}
+
+
+def did_you_mean(name: str, choices, n: int = 3) -> list[str]:
+    """Close spellings of `name` among `choices` (case-insensitive)."""
+    import difflib
+
+    choices = list(choices)
+    lower = {c.lower(): c for c in choices}
+    return [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=n, cutoff=0.6)]
+
+
+def scorers_listing(fmt: str = "text", tty: bool | None = None) -> str:
+    """Every scorer, its parameters and whether it is ready here (`text` or `json`)."""
+    from scoreaudit.runtime.scorers import list_scorers
+
+    return list_scorers(as_json=fmt == "json", tty=tty)
+
+
+def verify(bundle: str | Path) -> list[str]:
+    """Recompute every reported number of a bundle; the mismatches (empty: it verifies)."""
+    from scoreaudit.reports.verify import verify as _verify
+
+    return _verify(Path(bundle))
+
+
+def lock(path: str | Path) -> Path:
+    """Pre-register a spec: write FILE.lock."""
+    from scoreaudit.reports.lock import write_lock
+
+    return write_lock(Path(path))
+
+
+def simulate(path: str | Path, reps: int = 200, truth=None, out=None, progress: bool = True,
+             n_boot: int | None = None):
+    """Design diagnosis with planted scorers (power, false-positive rate, CI coverage)."""
+    from scoreaudit.stats.simulate import simulate as _simulate
+
+    ir, _ = compile(path)
+    return _simulate(ir, spec_path=Path(path), reps=reps, truth=truth, out=out, progress=progress, n_boot=n_boot)
+
+
+def language_server():
+    """The `scoreaudit lsp` entry point (raises ImportError without the lsp extra)."""
+    from scoreaudit.lsp.server import main
+
+    return main
+
+
+def unavailable_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions meaning "this machine cannot do it" (missing extra, weights, device): exit code 3."""
+    from scoreaudit.plugins.base import ScorerUnavailable
+    from scoreaudit.reports.render import PdfUnavailable
+
+    return (ScorerUnavailable, PdfUnavailable)
+
+
+def bundle_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions meaning "that folder is not a readable results bundle": exit code 6."""
+    from scoreaudit.reports.context import BundleError
+
+    return (BundleError,)
+
+
+# ---------------------------------------------------------------- your own scorer
+
+
+def register_scorer(name: str, fn, *, version: str = "1", needs_prompt: bool = False, batched: bool = False,
+                    doc: str | None = None, params=None):
+    """Make a Python callable a scorer a spec can call as `name()`.
+
+    `fn(image)` (or `fn(image, prompt)` when `needs_prompt`) returns one float
+    for an RGB uint8 array of shape (H, W, 3); with `batched=True` it takes the
+    lists (images, prompts) and returns one float per image. `params` is an
+    optional `scoreaudit.registry.Params` subclass (the spec's arguments,
+    validated); `fn` then receives them as the keyword `params`.
+    Bump `version` whenever `fn` changes: it is part of every score's cache key.
+    Returns the registry entry. The same happens for a module listed in the
+    `scoreaudit.plugins` entry-point group that calls this at import.
+    """
+    import numpy as np
+
+    from scoreaudit.registry import NoParams, scorers
+
+    param_model = params or NoParams
+
+    class CallableScorer:
+        uses_item = False
+
+        def __init__(self, p=None, device: str = "cpu", precision: str = "auto") -> None:
+            self.params = p
+            self.needs_prompt = needs_prompt
+
+        def weights_hash(self) -> str | None:
+            return None
+
+        def score(self, images, prompts, items):
+            extra = {} if params is None else {"params": self.params}
+            if batched:
+                out = fn(list(images), list(prompts) if prompts is not None else None, **extra)
+            elif needs_prompt:
+                out = [fn(img, pr, **extra) for img, pr in zip(images, prompts or [None] * len(images))]
+            else:
+                out = [fn(img, **extra) for img in images]
+            arr = np.asarray(out, dtype=np.float64).reshape(-1)
+            if len(arr) != len(images):
+                raise ValueError(f"scorer {name!r} returned {len(arr)} scores for {len(images)} images")
+            return arr
+
+    CallableScorer.__name__ = f"Scorer_{name}"
+    CallableScorer.__doc__ = doc or (getattr(fn, "__doc__", None) or f"{name}: a scorer registered from Python.")
+    scorers.register(name, params=param_model, version=version, needs_prompt=needs_prompt, requires=())(CallableScorer)
+    return scorers.get(name)

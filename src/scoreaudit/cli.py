@@ -1,249 +1,309 @@
-"""`scoreaudit` command line: a table of subcommands over the facade in `api`.
+"""`scoreaudit` command line: a table of subcommands over the facade in `api` (it imports nothing else
+of the package but diagnostics rendering and the exit-code table).
 
-Exit codes: 0 success; 1 errors in the input (diagnostics printed), or a
-verify mismatch; 2 `run --fail-on refuted` found a refuted cell; 3 the
-environment cannot do what was asked (missing extra, weights or GPU).
+Exit codes are the table in `scoreaudit.exitcodes` (printed by `--help`): 0 ok, 1 spec errors,
+2 usage, 3 environment, 4 `--fail-on` triggered, 5 verify mismatch, 6 I/O, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+
 from scoreaudit import api
 from scoreaudit.diagnostics import DiagnosticError, render_all, to_json
+from scoreaudit.exitcodes import Exit, epilog
+
+OUTCOMES = ("supported", "refuted", "inconclusive")
+
 
 def _err(msg: str) -> None:
     print(msg, file=sys.stderr)
+
+
+class UsageError(Exception):
+    """A command line that names something that does not exist (exit 2, like argparse's own)."""
 
 
 # ---------------------------------------------------------------- commands
 
 
 def cmd_check(args) -> int:
-    status = 0
+    status = Exit.OK
     all_diags = []
     for f in args.files:
-        try:
-            checked = api.check(f)
-        except FileNotFoundError:
+        if not Path(f).is_file():
             _err(f"error: no such file: {f}")
-            status = 1
+            status = max(status, Exit.IO) if status != Exit.SPEC else status
             continue
+        checked = api.check(f, allow_outside=args.allow_outside)
         all_diags.extend(checked.diagnostics)
         if args.format == "text" and checked.diagnostics:
             _err(render_all(checked.diagnostics, checked.source))
         if not checked.ok:
-            status = 1
+            status = Exit.SPEC
     if args.format == "json":
         print(to_json(all_diags))
-    elif status == 0:
+    elif status == Exit.OK:
         _err(f"ok: {len(args.files)} file(s) checked, no errors")
     return status
 
 
-def _compile_or_report(path):
-    try:
-        return api.compile(path)
-    except DiagnosticError as e:
-        _err(str(e))
-        return None
-
-
 def cmd_plan(args) -> int:
-    from scoreaudit.compiler.plan import render_plan
-
-    compiled = _compile_or_report(args.file)
-    if compiled is None:
-        return 1
-    ir, plan = compiled
-    print(plan.model_dump_json(indent=2) if args.json else render_plan(plan))
-    return 0
+    ir, plan = api.compile(args.file, allow_outside=args.allow_outside)
+    print(plan.model_dump_json(indent=2) if args.format == "json" else api.plan_text(plan))
+    return Exit.OK
 
 
 def cmd_fmt(args) -> int:
-    from scoreaudit.compiler.fmt import format_module
-
-    status = 0
+    status = Exit.OK
     for f in args.files:
         source = api.read_source(f)
-        module, diags = api.parse(source, f)
-        if module is None or any(d.is_error for d in diags):
+        out, diags = api.format_source(source, f)
+        if out is None:
             _err(render_all(diags, source))
-            status = 1
+            status = Exit.SPEC
             continue
-        out = format_module(module)
         if args.check:
             if out != source:
-                _err(f"{f}: would reformat")
-                status = 1
+                _err(f"{f}: would reformat (run `scoreaudit fmt --write {f}`)")
+                status = Exit.SPEC
         elif args.write:
-            Path(f).write_text(out, encoding="utf-8")
+            if out != source:
+                Path(f).write_text(out, encoding="utf-8")
         else:
             sys.stdout.write(out)
     return status
 
 
 def cmd_describe(args) -> int:
-    from scoreaudit.compiler.describe import describe
-
-    text = describe(args.name)
+    if args.list is not None or args.name is None:
+        kind = args.list or None
+        groups = api.describable(kind)
+        if args.format == "json":
+            print(json.dumps(groups, indent=2))
+        else:
+            for k, names in groups.items():
+                print(f"{k}:")
+                print("  " + ", ".join(names))
+        return Exit.OK
+    text = api.describe(args.name)
     if text is None:
-        _err(f"error: nothing called {args.name!r}; try `scoreaudit scorers` or spec/language.md")
-        return 1
-    print(text)
-    return 0
+        everything = sorted({n for names in api.describable().values() for n in names})
+        close = api.did_you_mean(args.name, everything)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UsageError(f"nothing called {args.name!r}{hint} (`scoreaudit describe --list` shows every name)")
+    if args.format == "json":
+        print(json.dumps({"name": args.name, "text": text}, indent=2))
+    else:
+        print(text)
+    return Exit.OK
 
 
 def cmd_scorers(args) -> int:
-    from scoreaudit.runtime.scorers import list_scorers
+    print(api.scorers_listing(args.format))
+    return Exit.OK
 
-    print(list_scorers(as_json=args.json))
-    return 0
+
+def fail_on_list(text: str | None) -> tuple[str, ...]:
+    """`refuted,inconclusive` → ("refuted", "inconclusive"); unknown words are a usage error."""
+    if not text:
+        return ()
+    words = tuple(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
+    bad = [w for w in words if w not in OUTCOMES]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown outcome(s) {', '.join(bad)}: use a comma-separated list of {', '.join(OUTCOMES)}")
+    return words
+
+
+def summary_lines(results: dict, paths: list[Path]) -> list[str]:
+    """What a run found, in a few terminal lines: counts, refuted sentences, verdicts, report paths."""
+    cells = results.get("cells") or []
+    counts = {o: sum(1 for c in cells if c.get("outcome") == o) for o in OUTCOMES}
+    lines = [f"{len(cells)} cells: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)]
+    refuted = [c for c in cells if c.get("outcome") == "refuted"]
+    if refuted:
+        lines.append("refuted:")
+        lines += [f"  {c.get('id')}: {c.get('sentence') or c.get('claim_text') or ''}" for c in refuted]
+    for v in results.get("verdicts") or []:
+        axis = f"{v.get('measure', '?')} x {v.get('operator', '?')}"
+        if v.get("verdict") == "bias-measurement":
+            lines.append(f"verdict {axis}: bias measurement")
+        else:
+            failed = [c.get("name", "?") for c in v.get("conditions") or [] if not c.get("held")]
+            lines.append(f"verdict {axis}: stress test only" + (f" ({', '.join(failed)} not met)" if failed else ""))
+    for p in paths:
+        lines.append(f"{p.suffix[1:].upper()} report: {p}")
+    return lines
 
 
 def cmd_run(args) -> int:
-    from scoreaudit.plugins.base import ScorerUnavailable
-
-    try:
-        results = api.run(args.file, out=args.out, device=args.device, cache=args.cache,
-                          progress=not args.quiet, allow_outside=args.allow_outside)
-    except DiagnosticError as e:
-        _err(str(e))
-        return 1
-    except ScorerUnavailable as e:
-        _err(f"error: {e}")
-        return 3
+    results = api.run(args.file, out=args.out, device=args.device, cache=args.cache,
+                      progress=not args.quiet, allow_outside=args.allow_outside)
     out = Path(results.get("bundle", args.out or ""))
-    for name in ("report.html", "report.pdf"):
-        if (out / name).exists():
-            print(f"{name[7:].upper()} report: {out / name}")
-    if args.fail_on == "refuted" and any(c.get("outcome") == "refuted" for c in results.get("cells", [])):
-        _err("refuted cells found (--fail-on refuted)")
-        return 2
-    return 0
+    paths = [out / n for n in ("report.html", "report.pdf") if (out / n).exists()]
+    triggered = [c for c in results.get("cells") or [] if c.get("outcome") in args.fail_on]
+    if args.format == "json":
+        cells = results.get("cells") or []
+        print(json.dumps({
+            "bundle": str(out), "reports": [str(p) for p in paths],
+            "outcomes": {o: sum(1 for c in cells if c.get("outcome") == o) for o in OUTCOMES},
+            "refuted": [{"id": c.get("id"), "sentence": c.get("sentence")} for c in cells if c.get("outcome") == "refuted"],
+            "verdicts": [{"measure": v.get("measure"), "operator": v.get("operator"), "verdict": v.get("verdict")}
+                         for v in results.get("verdicts") or []],
+            "fail_on": {"outcomes": list(args.fail_on), "cells": [c.get("id") for c in triggered]},
+        }, indent=2))
+    else:
+        print("\n".join(summary_lines(results, paths)))
+    if triggered:
+        _err(f"--fail-on {','.join(args.fail_on)}: {len(triggered)} cell(s) triggered it:")
+        for c in triggered:
+            _err(f"  {c.get('outcome')}: {c.get('id')}: {c.get('sentence') or ''}")
+        return Exit.FAIL_ON
+    return Exit.OK
 
 
 def cmd_report(args) -> int:
-    for p in api.render(args.dir):
+    for p in api.render(args.dir, formats=args.formats.split(",") if args.formats else None):
         print(p)
-    return 0
+    return Exit.OK
 
 
 def cmd_verify(args) -> int:
-    from scoreaudit.reports.verify import verify
-
-    mismatches = verify(Path(args.dir))
+    mismatches = api.verify(args.dir)
     if mismatches:
         for m in mismatches:
             _err(f"mismatch: {m}")
         _err(f"verify failed: {len(mismatches)} mismatch(es)")
-        return 1
+        return Exit.MISMATCH
     print(f"ok: every number in {args.dir} recomputes from its tables")
-    return 0
+    return Exit.OK
 
 
 def cmd_lock(args) -> int:
-    from scoreaudit.reports.lock import write_lock
-
-    try:
-        path = write_lock(Path(args.file))
-    except DiagnosticError as e:
-        _err(str(e))
-        return 1
-    print(f"locked: {path}")
-    return 0
+    print(f"locked: {api.lock(args.file)}")
+    return Exit.OK
 
 
 def cmd_simulate(args) -> int:
-    from scoreaudit.stats.simulate import simulate
-
-    compiled = _compile_or_report(args.file)
-    if compiled is None:
-        return 1
-    ir, plan = compiled
-    table = simulate(ir, spec_path=Path(args.file), reps=args.reps, truth=args.truth,
-                     out=args.out, progress=not args.quiet, n_boot=args.bootstrap)
+    table = api.simulate(args.file, reps=args.reps, truth=args.truth, out=args.out, progress=not args.quiet,
+                         n_boot=args.bootstrap)
     print(table)
-    return 0
+    return Exit.OK
+
+
+# ---------------------------------------------------------------- parser
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the exit-code table's layout and shows defaults."""
+
+
+def _format_option(s) -> None:
+    """`--format text|json` on every subcommand that can print JSON (one spelling everywhere)."""
+    s.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text for people (default) or json for programs")
+    # the old spelling, kept working for scripts: --json == --format json
+    s.add_argument("--json", dest="format", action="store_const", const="json", help=argparse.SUPPRESS)
 
 
 def cmd_lsp(args) -> int:
     try:
-        from scoreaudit.lsp.server import main as serve
+        serve = api.language_server()
     except ImportError as e:  # pygls / lsprotocol are the `lsp` extra
-        from scoreaudit.exitcodes import Exit
-
         _err(f"error: the language server needs the lsp extra ({e.name or e}): pip install 'scoreaudit[lsp]'")
         return int(Exit.ENVIRONMENT)
     return serve()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="scoreaudit", description="Audit image aesthetic / preference scorers.")
-    p.add_argument("--version", action="version", version=f"scoreaudit {_version()}")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="scoreaudit", description="Audit image aesthetic / preference scorers.",
+                                epilog=epilog(), formatter_class=_Formatter)
+    p.add_argument("--version", action="version", version=f"scoreaudit {_version()}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("check", help="check specs; exit 1 on errors")
-    s.add_argument("files", nargs="+")
-    s.add_argument("--format", choices=["text", "json"], default="text")
+    def command(name: str, help: str, description: str | None = None):
+        return sub.add_parser(name, help=help, description=description or help, epilog=epilog(),
+                              formatter_class=_Formatter)
+
+    outside = {"action": "store_true",
+               "help": "let the spec read data outside its own folder (refused by default)"}
+
+    s = command("check", "check specs (and the manifests and tables they name) without running anything")
+    s.add_argument("files", nargs="+", metavar="FILE", help=".audit file(s) to check")
+    _format_option(s)
+    s.add_argument("--allow-outside", **outside)
     s.set_defaults(func=cmd_check)
 
-    s = sub.add_parser("plan", help="print the execution plan")
-    s.add_argument("file")
-    s.add_argument("--json", action="store_true")
+    s = command("plan", "print the execution plan: steps, images, forward passes per scorer")
+    s.add_argument("file", metavar="FILE", help=".audit file")
+    _format_option(s)
+    s.add_argument("--allow-outside", **outside)
     s.set_defaults(func=cmd_plan)
 
-    s = sub.add_parser("fmt", help="canonical formatting")
-    s.add_argument("files", nargs="+")
+    s = command("fmt", "canonical formatting (prints the formatted spec unless --write or --check)")
+    s.add_argument("files", nargs="+", metavar="FILE", help=".audit file(s) to format")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--write", "-w", action="store_true", help="rewrite the files in place")
-    g.add_argument("--check", action="store_true", help="exit 1 when a file is not formatted")
+    g.add_argument("--check", action="store_true", help="exit 1 when a file is not formatted (nothing is written)")
     s.set_defaults(func=cmd_fmt)
 
-    s = sub.add_parser("describe", help="documentation of a plugin or statistic")
-    s.add_argument("name")
+    s = command("describe", "documentation of an operator, scorer, statistic, region, measure or setting")
+    s.add_argument("name", nargs="?", metavar="NAME", help="what to describe (e.g. lab_shift, fidelity_index, alpha)")
+    s.add_argument("--list", nargs="?", const="", choices=["", *api.DESCRIBE_KINDS], metavar="KIND",
+                   help="list every name (of one kind: " + ", ".join(api.DESCRIBE_KINDS) + ")")
+    _format_option(s)
     s.set_defaults(func=cmd_describe)
 
-    s = sub.add_parser("scorers", help="every scorer and whether it is ready here")
-    s.add_argument("--json", action="store_true")
+    s = command("scorers", "every scorer, its parameters, and whether it is ready on this machine")
+    _format_option(s)
     s.set_defaults(func=cmd_scorers)
 
-    s = sub.add_parser("run", help="run an audit (cached, resumable) and write the report")
-    s.add_argument("file")
-    s.add_argument("--out", default=None, help="results folder (default: out/<spec name> next to the spec)")
-    s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    s.add_argument("--executor", choices=["local"], default="local")
-    s.add_argument("--cache", default=None, help="cache file (default: .scoreaudit/cache.sqlite next to the spec)")
-    s.add_argument("--fail-on", choices=["refuted"], default=None)
-    s.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
-    s.add_argument("--allow-outside", action="store_true",
-                   help="let the spec read data outside its own folder (refused by default)")
+    s = command("run", "run an audit (cached, resumable), write the results bundle and the report")
+    s.add_argument("file", metavar="FILE", help=".audit file")
+    s.add_argument("--out", default=None, metavar="DIR", help="results folder (default: out/<spec name> next to the spec)")
+    s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="where scorers run (default auto: cuda when available)")
+    s.add_argument("--executor", choices=["local"], default="local", help="how steps are executed (default local)")
+    s.add_argument("--cache", default=None, metavar="FILE",
+                   help="score cache (default: .scoreaudit/cache.sqlite next to the spec)")
+    s.add_argument("--fail-on", type=fail_on_list, default=(), metavar="OUTCOMES",
+                   help="exit 4 when any cell has one of these outcomes, e.g. refuted or refuted,inconclusive "
+                        "(the cells are printed); for CI gates")
+    _format_option(s)
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    s.add_argument("--allow-outside", **outside)
     s.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("report", help="re-render the report from a results folder")
-    s.add_argument("dir")
+    s = command("report", "re-render the report from a results folder (no recompute)")
+    s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
+    s.add_argument("--formats", default=None, metavar="LIST",
+                   help="html, pdf or html,pdf (default: what the spec's report block asks)")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("verify", help="recompute every reported number; exit 1 on mismatch")
-    s.add_argument("dir")
+    s = command("verify", "recompute every reported number from the bundle's tables; exit 5 on a mismatch")
+    s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("lock", help="pre-register: write FILE.lock")
-    s.add_argument("file")
+    s = command("lock", "pre-register: write FILE.lock (spec and hypotheses hashes, UTC time)")
+    s.add_argument("file", metavar="FILE", help=".audit file to lock")
     s.set_defaults(func=cmd_lock)
 
-    s = sub.add_parser("simulate", help="design diagnosis with planted scorers")
-    s.add_argument("file")
-    s.add_argument("--reps", type=int, default=200)
-    s.add_argument("--truth", default=None, help="JSON file of true values per scorer")
-    s.add_argument("--bootstrap", type=int, default=None,
+    s = command("simulate", "design diagnosis with planted scorers: power, false-positive rate, CI coverage")
+    s.add_argument("file", metavar="FILE", help=".audit file")
+    s.add_argument("--reps", type=int, default=200, help="simulated replications (default 200)")
+    s.add_argument("--truth", default=None, metavar="FILE", help="JSON file of true values per scorer")
+    s.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="bootstrap resamples per replication (default: the audit's `bootstrap` setting)")
-    s.add_argument("--out", default=None)
-    s.add_argument("--quiet", "-q", action="store_true")
+    s.add_argument("--out", default=None, metavar="DIR", help="folder for the simulation tables")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     s.set_defaults(func=cmd_simulate)
 
-    s = sub.add_parser("lsp", help="language server for editors, over stdin/stdout (the lsp extra)")
+    s = command("lsp", "language server for editors, over stdin/stdout (the lsp extra)")
     s.set_defaults(func=cmd_lsp)
     return p
 
@@ -257,9 +317,33 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _dispatch(args) -> int:
+    """Run one subcommand; each kind of failure a user can cause is one line and its documented code."""
+    try:
+        return int(args.func(args) or 0)
+    except DiagnosticError as e:
+        _err(str(e))
+        return int(Exit.SPEC)
+    except UsageError as e:
+        _err(f"error: {e}")
+        return int(Exit.USAGE)
+    except api.unavailable_errors() as e:
+        _err(f"error: {e}")
+        return int(Exit.ENVIRONMENT)
+    except api.bundle_errors() as e:
+        _err(f"error: {e}")
+        return int(Exit.IO)
+    except FileNotFoundError as e:
+        _err(f"error: no such file or folder: {e.filename or e}")
+        return int(Exit.IO)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return int(Exit.INTERRUPTED)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    return _dispatch(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,7 +47,7 @@ def test_fail_on_refuted_exits_2_only_when_a_cell_is_refuted(project, bundle):
     res = json.loads((bundle / "results.json").read_text())
     refuted = any(c["outcome"] == "refuted" for c in res["cells"])
     rc = cli.main(["run", str(project / "demo.audit"), "--out", str(bundle), "--quiet", "--fail-on", "refuted"])
-    assert rc == (2 if refuted else 0)
+    assert rc == (4 if refuted else 0)
 
 
 def test_report_rerenders_and_verify_passes_then_catches_an_edit(bundle, tmp_path):
@@ -59,7 +59,7 @@ def test_report_rerenders_and_verify_passes_then_catches_an_edit(bundle, tmp_pat
     res = json.loads((copy / "results.json").read_text())
     res["cells"][0]["estimate"] = (res["cells"][0]["estimate"] or 0) + 1.0
     (copy / "results.json").write_text(json.dumps(res))
-    assert cli.main(["verify", str(copy)]) == 1
+    assert cli.main(["verify", str(copy)]) == 5
 
 
 def test_data_outside_the_project_needs_a_flag(tmp_path, capsys):

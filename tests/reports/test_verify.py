@@ -117,5 +117,5 @@ def test_cli_verify_exit_codes(planted, copy, capsys):
     r = json.loads((copy / "results.json").read_text())
     r["cells"][1]["q"] = 0.5
     (copy / "results.json").write_text(json.dumps(r))
-    assert main(["verify", str(copy)]) == 1
+    assert main(["verify", str(copy)]) == 5
     assert f"cells[{r['cells'][1]['id']}].q" in capsys.readouterr().err

@@ -57,8 +57,8 @@ def type_text(annotation: Any) -> str:
             if isinstance(m, registry.Ref):
                 return {"column": "column name", "statistic": "statistic call"}.get(m.kind, f"{m.kind} name")
         return type_text(args[0])
-    if origin is typing.Literal:
-        return " | ".join(repr(a) if isinstance(a, str) else str(a) for a in args)
+    if origin is typing.Literal:  # the language writes these as bare words or numbers
+        return " | ".join(str(a) for a in args)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         parts = [type_text(a) for a in args if a is not type(None)]
         out = " | ".join(dict.fromkeys(parts))
@@ -94,10 +94,15 @@ def param_rows(entry: registry.PluginEntry) -> list[tuple[str, str, str]]:
         name = spec.spelled
         if spec.name in entry.positional:
             name += f" (positional {entry.positional.index(spec.name) + 1})"
-        ref = next((m for m in info.metadata if isinstance(m, registry.Ref)), None)
-        typ = type_text(typing.Annotated[info.annotation, ref] if ref is not None else info.annotation)
-        rows.append((name, typ, default))
+        rows.append((name, param_type(entry, spec.name), default))
     return rows
+
+
+def param_type(entry: registry.PluginEntry, field: str) -> str:
+    """One parameter's type in the language's words (`region name`, `string | none`)."""
+    info = entry.params.model_fields[field]
+    ref = next((m for m in info.metadata if isinstance(m, registry.Ref)), None)
+    return type_text(typing.Annotated[info.annotation, ref] if ref is not None else info.annotation)
 
 
 def _meta_text(meta: dict) -> list[str]:

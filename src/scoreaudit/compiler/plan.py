@@ -94,6 +94,29 @@ def step_key(kind: str, plugin: str | None, version: str | None, params: Any, in
 # ---------------------------------------------------------------- image counts
 
 
+def manifest_rows(path: Path) -> Optional[int]:
+    """Records in a manifest file by its format: a JSON list counts its items, JSON lines its
+    non-blank lines, CSV/TSV its rows after the header, parquet its metadata (never text lines)."""
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    if suffix in (".jsonl", ".ndjson"):
+        with path.open(encoding="utf-8-sig") as fh:
+            return sum(1 for line in fh if line.strip())
+    if suffix == ".json":
+        text = path.read_text(encoding="utf-8-sig")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:  # several values: one record per line
+            return sum(1 for line in text.splitlines() if line.strip())
+        return len(doc) if isinstance(doc, list) else None
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+        return max(0, sum(1 for row in reader if row) - 1)
+
+
 def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
     """Images in an arm from its manifest (pairs: 2 per row), or None when it cannot be read cheaply."""
     if base is None:
@@ -105,13 +128,9 @@ def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
             path = (base / manifest)
             if not path.is_file():
                 return None
-            if path.suffix.lower() in (".parquet", ".pq"):
-                import pyarrow.parquet as pq
-
-                rows = pq.ParquetFile(path).metadata.num_rows
-            else:
-                with path.open(newline="", encoding="utf-8") as fh:
-                    rows = max(0, sum(1 for _ in csv.reader(fh)) - 1)
+            rows = manifest_rows(path)
+            if rows is None:
+                return None
             return rows * 2 if arm.source == "pairs" else rows
         folder = base / p.get("folder", "")
         if not folder.is_dir():

@@ -1,13 +1,49 @@
-"""Progress bars (rich) with counts and rates; a silent twin when progress is off.
+"""Progress bars (rich) with counts and rates; plain lines off a terminal; a silent twin when off.
 
 One bar per (arm, stage): "decode + regions", "operators + measures" and one
 "score <scorer>" per scorer. Rich writes to stderr so stdout stays clean, and
-`enabled=False` creates no console at all (tests see no output).
+`enabled=False` creates no console at all (tests see no output). When stderr
+is not a terminal (CI logs, `| tee`), a bar would be invisible or garbage, so
+each stage prints a plain line every `SCOREAUDIT_PROGRESS_SECONDS` (default
+10) and when it completes: `progress: real: score laion 280/560 (50%) 41.2/s`.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from typing import Any
+
+
+class PlainLines:
+    """Periodic `stage done/total (pct) rate` lines on a stream (no control codes)."""
+
+    def __init__(self, stream=None, every: float | None = None):
+        self.stream = stream or sys.stderr
+        self.every = float(os.environ.get("SCOREAUDIT_PROGRESS_SECONDS", "10")) if every is None else every
+        self.tasks: dict[str, list] = {}  # label -> [done, total, started, last printed]
+
+    def add(self, label: str, total: int) -> None:
+        now = time.monotonic()
+        self.tasks[label] = [0, int(total), now, now]
+
+    def advance(self, label: str, n: int) -> None:
+        t = self.tasks[label]
+        t[0] += n
+        now = time.monotonic()
+        if t[0] >= t[1] or now - t[3] >= self.every:
+            t[3] = now
+            self.line(label)
+
+    def line(self, label: str) -> None:
+        done, total, started, _ = self.tasks[label]
+        rate = done / max(time.monotonic() - started, 1e-9)
+        pct = f" ({100 * done / total:.0f}%)" if total else ""
+        print(f"progress: {label} {done}/{total}{pct} {rate:,.1f}/s", file=self.stream, flush=True)
+
+    def log(self, message: str) -> None:
+        print(message, file=self.stream, flush=True)
 
 
 class Progress:
@@ -16,10 +52,13 @@ class Progress:
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
         self._rich: Any = None
+        self._plain: PlainLines | None = None
         self._tasks: dict[str, Any] = {}
 
     def __enter__(self) -> "Progress":
-        if self.enabled:
+        if self.enabled and not _terminal(sys.stderr):
+            self._plain = PlainLines()
+        elif self.enabled:
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
                                        TaskProgressColumn, TextColumn, TimeElapsedColumn,
@@ -45,14 +84,27 @@ class Progress:
             self._rich = None
 
     def task(self, label: str, total: int) -> str:
+        if self._plain is not None and label not in self._plain.tasks:
+            self._plain.add(label, total)
         if self._rich is not None and label not in self._tasks:
             self._tasks[label] = self._rich.add_task(label, total=total)
         return label
 
     def advance(self, label: str, n: int = 1) -> None:
+        if self._plain is not None and label in self._plain.tasks and n:
+            self._plain.advance(label, n)
         if self._rich is not None and label in self._tasks and n:
             self._rich.advance(self._tasks[label], n)
 
     def log(self, message: str) -> None:
+        if self._plain is not None:
+            self._plain.log(message)
         if self._rich is not None:
             self._rich.console.print(message)
+
+
+def _terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

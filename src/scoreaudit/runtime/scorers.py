@@ -124,28 +124,35 @@ class ScorerInfo:
     params: tuple[ParamInfo, ...]
 
 
-def _type_text(annotation: Any) -> str:
-    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
-    if text is None:
-        text = repr(annotation)
-    for noise in ("typing.", "scoreaudit.registry.", "Annotated[", "NoneType"):
-        text = text.replace(noise, "None" if noise == "NoneType" else "")
-    text = text.replace("<class '", "").replace("'>", "")
-    # Annotated[str, Ref('column')] -> str, Ref('column')] after the strip above: keep the base type.
-    if ", Ref(" in text:
-        head, _, rest = text.partition(", Ref(")
-        kind = rest.split(")")[0].strip("'\"")
-        tail = rest.split(")]", 1)[1] if ")]" in rest else ""
-        text = f"{head} ({kind}){tail}"
-    return text
+def value_text(value: Any) -> str:
+    """A default as the language writes it: `none`, `true`, `"text"`, `2.5`, `[a, b]`."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_text(v) for v in value) + "]"
+    return str(value)
 
 
 def _param_infos(entry: PluginEntry) -> tuple[ParamInfo, ...]:
-    out = []
-    for name, field in entry.params.model_fields.items():
+    """Parameters with their types in the language's words (`string | none`, `column(name)`), not Python's."""
+    from scoreaudit.compiler.describe import param_type
+    from scoreaudit.compiler.params import fields_of
+
+    out, seen = [], set()
+    for spec in fields_of(entry.params).values():
+        if spec.name in seen:
+            continue
+        seen.add(spec.name)
+        field = entry.params.model_fields[spec.name]
         required = field.is_required()
         default = None if required else field.get_default(call_default_factory=True)
-        out.append(ParamInfo(name=name, type=_type_text(field.annotation), default=default, required=required))
+        out.append(ParamInfo(name=spec.spelled, type=param_type(entry, spec.name), default=default, required=required))
     return tuple(out)
 
 
@@ -168,7 +175,7 @@ def scorer_infos() -> list[ScorerInfo]:
 
 
 def _param_text(p: ParamInfo) -> str:
-    return f"{p.name}: {p.type}" + (" (required)" if p.required else f" = {p.default!r}")
+    return f"{p.name}: {p.type}" + (" (required)" if p.required else f" = {value_text(p.default)}")
 
 
 def _plain(infos: list[ScorerInfo]) -> str:
