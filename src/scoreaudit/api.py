@@ -49,7 +49,8 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
           tables: bool = True) -> Checked:
     """Parse and check a spec; never raises for problems in the spec.
 
-    `tables`: also read any precomputed tables and check they cover every cell
+    `tables`: also read the manifests that exist (every column the spec names, W0620
+    without an id column) and any precomputed tables, and check they cover every cell
     (`run` leaves this to the executor, which does the same check on the ids it
     will use, so the tables are read once per run).
     """
@@ -63,6 +64,15 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
         ir, more = _check(module, source, path)
         from scoreaudit.compiler.coverage import uses_precomputed
 
+        if tables and ir is not None and not has_errors(more) and Path(path).is_file():
+            # The manifests that exist: every missing or misspelled column now, not at run time.
+            from scoreaudit.runtime.manifest_check import check_manifests
+
+            spec_dir = Path(path).resolve().parent
+            cols = check_manifests(ir, path, source, root=None if allow_outside else spec_dir)
+            more = list(more) + cols
+            if has_errors(cols):
+                ir = None
         if tables and ir is not None and not has_errors(more) and Path(path).is_file() and uses_precomputed(ir):
             # Precomputed tables: every (image, operator, dose, scorer) a hypothesis needs must be
             # present before anything runs.

@@ -321,6 +321,10 @@ CATALOGUE: tuple[Code, ...] = (
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),
     *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("W")),
+    _r("W0620", "manifest without an id column", "An arm's manifest has no `id` column (or the column `id:` "
+       "names): image ids are the files' names (images arms) or row numbers (pairs arms), which change when "
+       "the data is renamed or reordered; reported by `scoreaudit check`.",
+       "Add an id column, or name one with `id: column_name`."),
 )
 
 BY_CODE: dict[str, Code] = {c.code: c for c in CATALOGUE}

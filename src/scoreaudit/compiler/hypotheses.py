@@ -141,6 +141,15 @@ def make_test(expr: Any, entry: registry.PluginEntry, sink) -> Optional[ir.TestI
 # ---------------------------------------------------------------- needs
 
 
+def _dose_range(op) -> tuple[float, float]:
+    """The operator plugin's accepted dose range (registry meta); unbounded when it declares none."""
+    from scoreaudit.registry import operators
+
+    entry = operators.get(op.call.plugin) if op.call.plugin in operators else None
+    rng = (entry.meta.get("dose_range") if entry is not None else None) or (float("-inf"), float("inf"))
+    return float(rng[0]), float(rng[1])
+
+
 def _fmt_doses(ds) -> str:
     return ", ".join(f"{d:g}" for d in ds)
 
@@ -169,11 +178,22 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
         op = st.operators.get(params.get("operator"))
         if op is not None and not op.symmetric:
             missing = sorted({round(2 * op.identity - d, 9) for d in op.doses} - set(op.doses))
+            lo, hi = _dose_range(op)
+            possible = [d for d in missing if lo <= d <= hi]  # never suggest a dose the operator refuses
+            if possible:
+                help_text = f"add the mirrored doses {_fmt_doses(possible)} to `{op.placebo_of or op.name}`"
+                if len(possible) < len(missing):
+                    help_text += (f" and drop the doses whose mirror lies outside the operator's range "
+                                  f"[{lo:g}, {hi:g}]")
+            elif missing:
+                help_text = (f"`{op.name}` cannot take doses below and above {op.identity:g} (its range is "
+                             f"[{lo:g}, {hi:g}]); use a statistic that needs no mirror, such as "
+                             f"`curve({op.name}, {max(op.doses, key=lambda d: abs(d - op.identity)):g})`")
+            else:
+                help_text = f"add doses on both sides of {op.identity:g}"
             sink.emit("E0410", low.bound.arg_node("operator"),
                       f"`{name}` needs doses symmetric around the identity {op.identity:g}, but `{op.name}` has "
-                      f"doses {_fmt_doses(op.doses)}",
-                      f"add the mirrored doses {_fmt_doses(missing)} to `{op.placebo_of or op.name}`" if missing
-                      else f"add doses on both sides of {op.identity:g}")
+                      f"doses {_fmt_doses(op.doses)}", help_text)
             ok = False
     if "placebo" in needs:
         pl, target = params.get("placebo"), params.get("operator")

@@ -1,0 +1,65 @@
+"""`scoreaudit check` reads the manifests that exist: every missing or misspelled column, before any run.
+
+The same column rules as the run (`images.load_manifest`, fed by
+`columns.required_columns`), so a misspelled column fails `check`, not an hour
+into `run`. Manifests or folders that do not exist yet are skipped (data may
+arrive later; `run` reports them). Each problem points at the arm's
+declaration in the spec. A manifest with no `id` column gets W0620: ids then
+come from file stems (images) or row numbers (pairs), which change when the
+data is renamed or reordered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from scoreaudit.diagnostics import Diagnostic, Span
+
+# Problems with the columns themselves; row-level problems (missing files, duplicate ids) are for `run`.
+COLUMN_CODES = frozenset({"E0702", "E0701", "E0707"})
+
+
+def _arm_span(source: str, name: str) -> Span | None:
+    m = re.search(rf"^[ \t]*arm[ \t]+({re.escape(name)})\b", source, re.M)
+    if not m:
+        return None
+    line = source.count("\n", 0, m.start(1)) + 1
+    col = m.start(1) - (source.rfind("\n", 0, m.start(1)) + 1) + 1
+    return Span(line, col, line, col + len(name), m.start(1), m.end(1))
+
+
+def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -> list[Diagnostic]:
+    """Column diagnostics (and W0620) for every arm whose manifest exists."""
+    from scoreaudit.runtime.columns import required_columns
+    from scoreaudit.runtime.images import load_manifest
+
+    spec_path = Path(spec_path)
+    spec_dir = spec_path.resolve().parent
+    out: list[Diagnostic] = []
+    for name, arm in ir.arms.items():
+        p = dict(arm.call.params)
+        manifest = p.get("manifest")
+        if arm.source not in ("images", "pairs") or not manifest:
+            continue
+        if not (spec_dir / manifest).is_file():
+            continue
+        result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), on_error="skip",
+                               root=root, probe=False)
+        span = _arm_span(source, name)
+        for d in result.diagnostics:
+            if d.code in COLUMN_CODES:
+                out.append(replace(d, span=span, path=str(spec_path)))
+        id_col = p.get("id") or "id"
+        if result.columns and id_col not in result.columns and not any(d.code == "E0702" for d in result.diagnostics):
+            stem = "row numbers" if arm.source == "pairs" else "the image files' names (without extension)"
+            out.append(Diagnostic(
+                "W0620", "warning",
+                f"manifest '{result.manifest or manifest}' of arm '{name}' has no '{id_col}' column: "
+                f"{stem} are used as image ids",
+                span=span, path=str(spec_path),
+                help=f"add an '{id_col}' column (stable ids survive renaming and reordering), "
+                     "or name an existing column with `id: column_name`",
+                notes=(f"the manifest's columns are: {', '.join(result.columns)}",)))
+    return out
