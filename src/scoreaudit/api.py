@@ -112,6 +112,9 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress,
             allow_outside=allow_outside)
     write_lock_status(out, path, ir)  # pre-registration status, read by the statistics into results.json
+    from scoreaudit.runtime.thumbnails import write_thumbnails
+
+    write_thumbnails(ir, path, out, root=None if allow_outside else path.resolve().parent)
     results = analyse(out, progress=progress)
     if render_report:
         render(out)

@@ -84,7 +84,8 @@ def test_cross_image_values():
 def test_forward_passes_counts_manifest_rows(tmp_path):
     spec = (ROOT / "examples" / "body_warp.audit").read_text()
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "bodies.csv").write_text("id,path,base_id\n" + "".join(f"{i},{i}.png,b{i}\n" for i in range(7)))
+    (tmp_path / "data" / "bodies.csv").write_text(
+        "id,path,base_id,torso_mask\n" + "".join(f"{i},{i}.png,b{i},m{i}.png\n" for i in range(7)))
     (tmp_path / "b.audit").write_text(spec)
     c = api.check(tmp_path / "b.audit")
     plan = build_plan(c.ir)

@@ -67,8 +67,10 @@ arm wide = pairs("data/wide/pairs.csv", preferred: faithful, other: polished, pr
 ```
 
 Paths are relative to the spec's folder. `cluster`, `strata`, `factors`,
-`prompt` name manifest columns; missing columns are reported at run time
-(E0702), before anything is decoded or scored. Every operator runs on every
+`prompt` name manifest columns; missing or misspelled columns are reported
+by `scoreaudit check` when the manifest exists, and by `run` before anything
+is decoded or scored (E0702). Without an `id` column, ids are the image files'
+names (pairs: row numbers) and `check` warns (W0620). Every operator runs on every
 images arm; pairs arms are scored as they are.
 
 ## Regions
@@ -221,7 +223,9 @@ report {
 }
 ```
 
-Settings: `title` (string), `formats` (`html`, `pdf`).
+Settings: `title` (string), `formats` (`html`, `pdf`), `thumbnails` (`true`
+by default: one image of the first real arm at every dose of each operator,
+embedded in the report as small JPEGs; `false` leaves every image out).
 
 ## Argument rules
 

@@ -3,7 +3,8 @@
 Layout: one declaration per line; settings blocks and hypotheses open with
 `{` on the header line, hold one setting / claim per line indented by two
 spaces, and close with `}` on a line of its own. Single spaces around `=`,
-`:` after keys, `, ` between items; numbers print exactly as written.
+except that adjacent declarations of one kind (`scorer`, `arm`, ...) line up
+their `=`; `:` after keys, `, ` between items; numbers print exactly as written.
 
 Comments are preserved: the parser keeps them on `Module.comments` and the
 formatter re-attaches each one by its source position. A comment at the end
@@ -24,6 +25,7 @@ out in the same order with the same text.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
 from scoreaudit.grammar import ast
@@ -269,7 +271,31 @@ def format_module(module: ast.Module) -> str:
         emit(u.indent, u.text, u.line, u.kind, None if u.trailing is None else u.trailing.text)
     for c in footer:
         emit(0, c.text, c.span.line, "comment")
-    return _render_rows(rows)
+    return _render_rows(_align_equals(rows))
+
+
+_DECL = re.compile(r"^(scorer|arm|region|measure|covariate|operator|placebo|select) (\w+) = ")
+
+
+def _align_equals(rows):
+    """Adjacent declarations of one kind line up their `=` (a blank line or a comment line ends the run)."""
+    out = list(rows)
+    i = 0
+    while i < len(out):
+        m = out[i] and _DECL.match(out[i][0])
+        if not m:
+            i += 1
+            continue
+        j = i
+        while j < len(out) and out[j] is not None and (mj := _DECL.match(out[j][0])) and mj.group(1) == m.group(1):
+            j += 1
+        width = max(len(_DECL.match(out[k][0]).group(2)) for k in range(i, j))
+        for k in range(i, j):
+            code, comment = out[k]
+            mk = _DECL.match(code)
+            out[k] = (f"{mk.group(1)} {mk.group(2).ljust(width)} = {code[mk.end():]}", comment)
+        i = j
+    return out
 
 
 def _render_rows(rows) -> str:

@@ -228,6 +228,7 @@ class HypothesisIR(Frozen):
 class ReportIR(Frozen):
     title: Optional[str] = None
     formats: tuple[Literal["html", "pdf"], ...] = ("html",)
+    thumbnails: bool = True  # one image at every dose of each operator, embedded as small JPEGs
 
 
 class AuditIR(Frozen):

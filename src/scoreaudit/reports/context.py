@@ -34,6 +34,7 @@ class ReportContext:
     results: dict
     ir: dict = field(default_factory=dict)
     spec_text: str = ""
+    thumbnails: dict = field(default_factory=dict)  # thumbnails.json: operator -> one image at every dose
 
     @classmethod
     def load(cls, bundle_dir: Path) -> "ReportContext":
@@ -48,7 +49,10 @@ class ReportContext:
             spec_text = spec_path.read_text(encoding="utf-8")
         else:
             spec_text = (results.get("spec") or {}).get("text") or ""
-        return cls(bundle_dir=bundle_dir, results=results, ir=ir or {}, spec_text=spec_text)
+        thumbs_path = bundle_dir / "thumbnails.json"
+        thumbs = load_json(thumbs_path) if thumbs_path.exists() else {}
+        return cls(bundle_dir=bundle_dir, results=results, ir=ir or {}, spec_text=spec_text,
+                   thumbnails=thumbs if isinstance(thumbs, dict) else {})
 
     # ------------------------------------------------------------ lookups
 

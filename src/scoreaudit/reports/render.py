@@ -91,6 +91,22 @@ def _refuse_fetch(url: str, *args: Any, **kwargs: Any):
     raise ValueError(f"the report must be self-contained; refused to fetch {url}")
 
 
+def _fetcher():
+    """A URL fetcher that reads only `data:` URIs (the embedded thumbnails) and refuses every other URL."""
+    try:
+        from weasyprint.urls import URLFetcher
+    except ImportError:  # WeasyPrint before 68: a plain function
+        from weasyprint import default_url_fetcher
+
+        def fetch(url: str, *args: Any, **kwargs: Any):
+            if not url.startswith("data:"):
+                _refuse_fetch(url)
+            return default_url_fetcher(url, *args, **kwargs)
+
+        return fetch
+    return URLFetcher(allowed_protocols={"data"})
+
+
 def write_pdf(html: str, out: Path) -> Path:
     try:
         from PIL import ImageFile
@@ -101,7 +117,7 @@ def write_pdf(html: str, out: Path) -> Path:
         ImageFile.LOAD_TRUNCATED_IMAGES = strict  # weasyprint flips this process-wide on import
     except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
         raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
-    HTML(string=html, url_fetcher=_refuse_fetch).write_pdf(out)
+    HTML(string=html, url_fetcher=_fetcher()).write_pdf(out)
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 
@@ -9,6 +11,34 @@ from scoreaudit.reports.sections import section
 def _unit_label(ctx, unit: str | None) -> str:
     unit = unit or ctx.scale
     return "\u0394 score (SD units)" if unit == "sd" else ("\u0394 score (raw)" if unit == "raw" else f"\u0394 score ({unit})")
+
+
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+
+
+def thumbnail_strip(ctx, operator: str) -> dict | None:
+    """One image at every dose of `operator` (from thumbnails.json), or None when off or absent."""
+    if (ctx.ir.get("report") or {}).get("thumbnails") is False:
+        return None
+    t = ctx.thumbnails.get(operator)
+    if not isinstance(t, dict) or not t.get("doses"):
+        return None
+    unit = ctx.dose_unit(operator)
+    items = []
+    for d in t["doses"]:
+        jpeg = str(d.get("jpeg") or "")
+        if not _BASE64.match(jpeg):  # only well-formed base64 reaches a data: URI
+            continue
+        dose = d.get("dose")
+        identity = dose == t.get("identity")
+        items.append({"src": "data:image/jpeg;base64," + jpeg,
+                      "label": f"{fmt.plain(dose)}" + (" (original)" if identity else ""),
+                      "alt": f"{ctx.label('operator', operator)} at dose {fmt.plain(dose)} {unit}"})
+    if not items:
+        return None
+    region = t.get("region")
+    return {"thumbs": items, "unit": unit, "image": t.get("image_id"), "arm": ctx.label("arm", t.get("arm")),
+            "region": region}
 
 
 @section("curves", order=40, title="Fidelity curves")
@@ -45,7 +75,8 @@ def curves(ctx) -> dict | None:
         panels = [charts.line_panel(series_by_scorer[s], title=s, x_label=x_label, y_label=y_label, ylim=ylim,
                                     ref_x=first.get("identity")) for s in scorers]
         level = labels.section_level(ctx, [p for r in op_rows for p in r.get("points") or []])
-        figures.append({"level": labels.level_pct(level), "operator": op, "placebo_of": first.get("placebo_of"), "panels": panels,
+        figures.append({"strip": thumbnail_strip(ctx, op), "level": labels.level_pct(level), "operator": op,
+                        "label": ctx.label("operator", op), "placebo_of": first.get("placebo_of"), "panels": panels,
                         "legend": charts.legend(arms), "n_panels": len(panels)})
     return {"figures": figures, "arms": arms, "level": figures[0]["level"] if figures else labels.level_pct(1 - ctx.alpha)}
 

@@ -1,0 +1,105 @@
+"""Thumbnails for the report: one real image at every dose of each operator, with its region outlined.
+
+A reader should see what "L* −10" or "blur σ = 2" does to a face before reading
+numbers about it. After a run, the first image that decodes from the first
+real arm (else the first images arm) is swept through every operator once;
+each variant is shrunk to at most `size` pixels, the operator's region is
+outlined, and the JPEG bytes are stored in the bundle as `thumbnails.json`
+(base64, a few kB each), so `scoreaudit report DIR` re-renders them without the
+images. `report { thumbnails: false }` turns this off (e.g. for private data).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FILE = "thumbnails.json"
+OUTLINE = np.array([255, 0, 200], dtype=np.uint8)  # magenta: visible on skin, sky and foliage
+
+
+def _arm_order(ir) -> list:
+    arms = [a for a in ir.arms.values() if a.source == "images"]
+    return [a for a in arms if a.kind == "real"] + [a for a in arms if a.kind != "real"]
+
+
+def _outline(mask: np.ndarray) -> np.ndarray:
+    """A 2-pixel line along the border of `mask` (thick enough to survive JPEG's colour subsampling)."""
+    m = np.asarray(mask, dtype=bool)
+    p = np.pad(m, 1, mode="edge")
+    inner = p[:-2, 1:-1] & p[2:, 1:-1] & p[1:-1, :-2] & p[1:-1, 2:]
+    edge = m & ~inner
+    q = np.pad(edge, 1)
+    return edge | q[:-2, 1:-1] | q[2:, 1:-1] | q[1:-1, :-2] | q[1:-1, 2:]
+
+
+def thumbnail(image: np.ndarray, mask: np.ndarray | None, size: int = 160, quality: int = 72) -> str:
+    """A small JPEG of `image` (region outline drawn) as base64 text."""
+    from PIL import Image
+
+    img = Image.fromarray(np.ascontiguousarray(image[..., :3]))
+    scale = min(1.0, size / max(img.size))
+    w, h = max(1, round(img.width * scale)), max(1, round(img.height * scale))
+    small = np.array(img.resize((w, h), Image.Resampling.LANCZOS))
+    if mask is not None and np.any(mask) and not np.all(mask):
+        m = np.array(Image.fromarray(np.asarray(mask, dtype=np.uint8) * 255).resize((w, h), Image.Resampling.NEAREST)) > 127
+        small[_outline(m)] = OUTLINE
+    buf = io.BytesIO()
+    Image.fromarray(small).save(buf, format="JPEG", quality=quality, optimize=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _first_image(ir, spec_dir: Path, root: Path | None):
+    from scoreaudit.runtime.columns import required_columns
+    from scoreaudit.runtime.images import Decoded, load_manifest, decode_record
+
+    for arm in _arm_order(ir):
+        result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), root=root, probe=False)
+        for record in result.records[:5]:
+            d = decode_record(record, result.max_pixels)
+            if isinstance(d, Decoded):
+                return arm, d, result.base_dir
+    return None, None, None
+
+
+def make_thumbnails(ir, spec_path: str | Path, root: Path | None = None, size: int = 160) -> dict[str, Any]:
+    """{operator: {arm, image_id, region, doses: [{dose, jpeg}]}} for every operator (empty when no image decodes)."""
+    from scoreaudit.registry import load_plugins, operators
+    from scoreaudit.runtime.regions import RegionEvaluator
+
+    spec_dir = Path(spec_path).resolve().parent
+    arm, decoded, base_dir = _first_image(ir, spec_dir, root)
+    if decoded is None:
+        return {}
+    load_plugins()
+    masks = RegionEvaluator(ir.regions).evaluate(decoded.image, decoded.record.columns, base_dir).masks \
+        if ir.regions else {}
+    out: dict[str, Any] = {}
+    for name, op in ir.operators.items():
+        doses = sorted({float(d) for d in op.doses} | {float(op.identity)})
+        entry = operators.get(op.call.plugin)
+        plugin = entry.impl(entry.validate(dict(op.call.params)), device="cpu")
+        mask = masks.get(op.region) if op.region else None
+        try:
+            variants = plugin.sweep(decoded.image, mask, doses, int(ir.settings.seed))
+        except Exception:  # a picture is a courtesy: an operator that fails here failed the run already
+            continue
+        out[name] = {"arm": arm.name, "image_id": decoded.record.image_id, "region": op.region,
+                     "identity": float(op.identity),
+                     "doses": [{"dose": d, "jpeg": thumbnail(v.image, mask, size)} for d, v in zip(doses, variants)]}
+    return out
+
+
+def write_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None) -> Path | None:
+    """Write `thumbnails.json` into the bundle unless the report block says `thumbnails: false`."""
+    path = Path(out_dir) / FILE
+    if not getattr(ir.report, "thumbnails", True):
+        path.unlink(missing_ok=True)
+        return None
+    path.write_text(json.dumps(make_thumbnails(ir, spec_path, root), separators=(",", ":")), encoding="utf-8")
+    return path
