@@ -84,7 +84,7 @@ def test_first_screen_verdict_conditions(bundles):
     assert "leakage 18.4%" in first and "r\u00b2 0.310" in first
     skin = _html(bundles["skin_tone"])
     assert "Bias measurement" in skin and skin.count('<span class="ctext">held</span>') == 3
-    assert "No measure &times; operator axis" in _html(bundles["cross_image"])
+    assert "No operator in this audit: no verdict applies" in _html(bundles["cross_image"])
 
 
 def test_preregistration_states(bundles):

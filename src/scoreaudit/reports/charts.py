@@ -31,19 +31,26 @@ def style(i: int) -> dict:
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """Round-number ticks inside [lo, hi]: the widest 1-2-2.5-5 step that still gives at least 4 (or n - 1)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return []
     if hi <= lo:
         lo, hi = lo - 1, hi + 1
     raw = (hi - lo) / max(1, n - 1)
     mag = 10 ** math.floor(math.log10(raw))
-    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=10 * mag)
-    start = math.ceil(lo / step - 1e-9) * step
-    ticks, t = [], start
-    while t <= hi + 1e-9 * step:
-        ticks.append(0.0 if abs(t) < step * 1e-9 else round(t, 12))
-        t += step
-    return ticks
+    steps = sorted({m * mag * f for m in (1, 2, 2.5, 5) for f in (0.1, 1, 10)})
+    want = min(4, max(2, n - 1))
+    best: list[float] = []
+    for step in reversed(steps):  # widest first
+        start = math.ceil(lo / step - 1e-9) * step
+        ticks, t = [], start
+        while t <= hi + 1e-9 * step:
+            ticks.append(0.0 if abs(t) < step * 1e-9 else round(t, 12))
+            t += step
+        best = ticks
+        if len(ticks) >= want:
+            break
+    return best
 
 
 def _f(x: float) -> str:
@@ -184,7 +191,8 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
            band: tuple[float, float] | None = None, log: bool = False, width: int = 680,
            label_width: int | None = None, note_width: int | None = None, title: str = "") -> Markup:
     """Estimates with intervals, one row each; `band` shades the claimed region."""
-    row_h, mt, mb = 22, 12, 40
+    row_h, mb = 22, 40
+    mt = 34 if title else 12  # room for the visible title
     height = mt + mb + row_h * max(1, len(rows))
     # about 7.2 units per character at font-size 12
     ml = label_width or int(min(260, max(70, 16 + 7.2 * max((len(r.label) for r in rows), default=5))))
@@ -208,6 +216,8 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
 
     out = [f'<svg class="chart forest" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title or x_label)}" '
            f'font-family="{FONT}" font-size="12">', f"<title>{escape(title or x_label)}</title>"]
+    if title:
+        out.append(f'<text x="0" y="16" font-size="14" font-weight="bold" fill="{INK}">{escape(title)}</text>')
     top, bottom = mt, mt + row_h * max(1, len(rows))
     if band is not None:
         b0, b1 = (max(band[0], 10 ** lo) if log else band[0]), band[1]
@@ -220,7 +230,8 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
         x = sx(t)
         if ml - 0.5 <= x <= ml + pw + 0.5:
             out.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{bottom}" stroke="{GRID}"/>')
-            out.append(f'<text x="{_f(x)}" y="{bottom + 15}" text-anchor="middle" fill="{MUTED}">{escape(tick(t))}</text>')
+            out.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>')
+            out.append(f'<text x="{_f(x)}" y="{bottom + 16}" text-anchor="middle" fill="{MUTED}">{escape(tick(t))}</text>')
     if ref is not None and (not log or ref > 0):
         out.append(f'<line x1="{_f(sx(ref))}" x2="{_f(sx(ref))}" y1="{top - 4}" y2="{bottom}" stroke="{INK}" '
                    f'stroke-dasharray="4 3"/>')
@@ -237,6 +248,7 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
         if _finite(r.est) and (not log or r.est > 0):
             out.append(_marker(st["marker"], sx(r.est), y, st["color"], 4))
         out.append(f'<text x="{ml + pw + 8}" y="{_f(y + 4)}" fill="{INK}">{escape(r.note)}</text>')
+    out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>')  # x axis
     out.append(f'<text x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle" fill="{INK}">'
                f'{escape(x_label + (" (log scale)" if log else ""))}</text>')
     out.append("</svg>")

@@ -26,7 +26,7 @@ def pairs(ctx) -> dict | None:
             labels.sided(t, "two-sided") for t in sorted(t or "two-sided" for t in tests)) + ")"
     has_gap = any(r.get("mean_gap") is not None for r in rows)
     gap_level = labels.ci(labels.row_level(rows, "mean_gap_ci_level", 1 - 2 * ctx.alpha))
-    return {"chart": charts.forest(chart_rows, x_label="share of pairs where the preferred image scores higher",
+    return {"chart": charts.forest(chart_rows, x_label="share of pairs where the preferred image scores higher (0–1)",
                                    ref=0.5, title=f"Pairwise accuracy ({level})"),
             "level": level, "p_words": p_words, "has_gap": has_gap, "gap_level": gap_level,
             "gap_unit": "SD" if ctx.scale == "sd" else "raw score",
@@ -49,7 +49,7 @@ def agreement(ctx) -> dict | None:
     level = labels.ci(labels.section_level(ctx, rows))
     sides = sorted({labels.sided((r.get("test") or {}).get("kind"), "two-sided") for r in rows})
     return {"level": level, "p_words": " / ".join(sides),
-            "chart": charts.forest(chart_rows, x_label="correlation with the human column", ref=0.0,
+            "chart": charts.forest(chart_rows, x_label="correlation with the human column (r, −1 to 1)", ref=0.0,
                                    title=f"Agreement ({level})"),
             "rows": [{"scorer": r.get("scorer"), "arm": r.get("arm"), "method": r.get("method"), "column": r.get("column"),
                       "r": fmt.signed(r.get("r")), "ci": fmt.ci(r.get("ci_low"), r.get("ci_high")), "p": fmt.pval(r.get("p")),

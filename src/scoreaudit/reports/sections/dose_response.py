@@ -72,7 +72,8 @@ def curves(ctx) -> dict | None:
         first = op_rows[0]
         x_label = f"dose ({ctx.dose_unit(op)})"
         y_label = _unit_label(ctx, first.get("unit"))
-        panels = [charts.line_panel(series_by_scorer[s], title=s, x_label=x_label, y_label=y_label, ylim=ylim,
+        panels = [charts.line_panel(series_by_scorer[s], title=f"{ctx.label('scorer', s)} \u00b7 {ctx.label('operator', op)}",
+                                    x_label=x_label, y_label=y_label, ylim=ylim,
                                     ref_x=first.get("identity")) for s in scorers]
         level = labels.section_level(ctx, [p for r in op_rows for p in r.get("points") or []])
         figures.append({"strip": thumbnail_strip(ctx, op), "level": labels.level_pct(level), "operator": op,
@@ -105,7 +106,7 @@ def placebo(ctx) -> dict | None:
                       "fi_pl_ci": fmt.ci(r.get("fi_placebo_ci_low"), r.get("fi_placebo_ci_high")),
                       "undefined": r.get("undefined") or ""})
     positive = all((r.est is None or r.est > 0) and (r.lo is None or r.lo > 0) for r in chart_rows)
-    chart = charts.forest(chart_rows, x_label="placebo ratio R = FI(operator) / FI(placebo)", ref=1.0, band=band,
+    chart = charts.forest(chart_rows, x_label="placebo ratio R = FI(operator) / FI(placebo) (unitless)", ref=1.0, band=band,
                           log=positive, title="Placebo ratios")
     level = labels.level_pct(labels.section_level(ctx, rows))
     return {"chart": chart, "rows": table, "level": level, "band": band and f"[{fmt.plain(band[0])}, {fmt.plain(band[1])}]"}
