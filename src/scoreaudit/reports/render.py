@@ -75,9 +75,11 @@ def render_html(ctx: ReportContext) -> str:
     arms = r.get("arms") or {}
     scorers = list((r.get("environment") or {}).get("scorers") or {}) or list(dict.fromkeys(c.get("scorer") for c in r.get("cells") or []))
     summary = "; ".join(p for p in (
-        f"{len(scorers)} scorer{'s' if len(scorers) != 1 else ''} ({', '.join(scorers)})" if scorers else "",
+        f"{len(scorers)} scorer{'s' if len(scorers) != 1 else ''} ({', '.join(ctx.label('scorer', x) for x in scorers)})"
+        if scorers else "",
         f"{len(arms)} arm{'s' if len(arms) != 1 else ''} ("
-        + ", ".join(f"{n}: {a.get('kind', '?')}, {fmt.count(a.get('n_images'))} images" for n, a in arms.items()) + ")"
+        + ", ".join(f"{ctx.label('arm', n)}: {a.get('kind', '?')}, {fmt.count(a.get('n_images'))} images"
+                    for n, a in arms.items()) + ")"
         if arms else "",
         f"{len(r.get('cells') or [])} hypothesis cells",
     ) if p)

@@ -43,7 +43,7 @@ def agreement(ctx) -> dict | None:
     rows = ctx.section("agreement")
     if not rows:
         return None
-    chart_rows = [charts.Row(label=f"{r.get('scorer')} \u00b7 {r.get('column')}", est=r.get("r"), lo=r.get("ci_low"),
+    chart_rows = [charts.Row(label=f"{ctx.label('scorer', r.get('scorer'))} \u00b7 {r.get('column')}", est=r.get("r"), lo=r.get("ci_low"),
                              hi=r.get("ci_high"), note=f"{fmt.signed(r.get('r'))} {fmt.ci(r.get('ci_low'), r.get('ci_high'))}",
                              index=i) for i, r in enumerate(rows)]
     level = labels.ci(labels.section_level(ctx, rows))
@@ -51,7 +51,7 @@ def agreement(ctx) -> dict | None:
     return {"level": level, "p_words": " / ".join(sides),
             "chart": charts.forest(chart_rows, x_label="correlation with the human column (r, −1 to 1)", ref=0.0,
                                    title=f"Agreement ({level})"),
-            "rows": [{"scorer": r.get("scorer"), "arm": r.get("arm"), "method": r.get("method"), "column": r.get("column"),
+            "rows": [{"scorer": ctx.label("scorer", r.get("scorer")), "arm": ctx.label("arm", r.get("arm")), "method": r.get("method"), "column": r.get("column"),
                       "r": fmt.signed(r.get("r")), "ci": fmt.ci(r.get("ci_low"), r.get("ci_high")), "p": fmt.pval(r.get("p")),
                       "r2": fmt.pct(r.get("variance_explained")), "n": fmt.count(r.get("n"))} for r in rows]}
 
@@ -67,7 +67,7 @@ def factors(ctx) -> dict | None:
         chart_rows = [charts.Row(label=str(lv.get("level")), est=lv.get("mean"), lo=lv.get("ci_low"), hi=lv.get("ci_high"),
                                  note=f"{fmt.signed(lv.get('mean'))} {fmt.ci(lv.get('ci_low'), lv.get('ci_high'))}")
                       for lv in levels]
-        items.append({"title": f"{r.get('scorer')} on {r.get('arm')}: {r.get('factor')}", "model": r.get("model") or r.get("factor"),
+        items.append({"title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: {r.get('factor')}", "model": r.get("model") or r.get("factor"),
                       "effect": fmt.num(r.get("effect")), "ci": fmt.ci(r.get("ci_low"), r.get("ci_high")),
                       "p": fmt.pval(r.get("p")), "df": fmt.count(r.get("wald_df")),
                       "level": labels.ci(labels.row_level([r], default=1 - 2 * ctx.alpha)),
@@ -87,7 +87,7 @@ def ranks(ctx) -> dict | None:
         levels = r.get("levels") or []
         chart_rows = [charts.Row(label=str(lv.get("level")), est=lv.get("mean_rank"), note=fmt.num(lv.get("mean_rank")))
                       for lv in levels]
-        items.append({"title": f"{r.get('scorer')} on {r.get('arm')}: {r.get('factor')}", "spread": fmt.num(r.get("spread")),
+        items.append({"title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: {r.get('factor')}", "spread": fmt.num(r.get("spread")),
                       "p": fmt.pval(r.get("p")), "stat": fmt.num(r.get("friedman_statistic")),
                       "n": fmt.count(r.get("n_clusters")),
                       "chart": charts.forest(chart_rows, x_label="average within-set rank (1 = highest score)",

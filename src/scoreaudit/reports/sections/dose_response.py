@@ -64,7 +64,7 @@ def curves(ctx) -> dict | None:
         series_by_scorer = {}
         for s in scorers:
             series_by_scorer[s] = [
-                charts.Series(label=r.get("arm", "?"), index=arms.index(r.get("arm")),
+                charts.Series(label=ctx.label("arm", r.get("arm", "?")), index=arms.index(r.get("arm")),
                               points=[(p.get("dose"), p.get("mean"), p.get("ci_low"), p.get("ci_high"))
                                       for p in r.get("points") or []])
                 for r in op_rows if r.get("scorer") == s]
@@ -78,7 +78,7 @@ def curves(ctx) -> dict | None:
         level = labels.section_level(ctx, [p for r in op_rows for p in r.get("points") or []])
         figures.append({"strip": thumbnail_strip(ctx, op), "level": labels.level_pct(level), "operator": op,
                         "label": ctx.label("operator", op), "placebo_of": first.get("placebo_of"), "panels": panels,
-                        "legend": charts.legend(arms), "n_panels": len(panels)})
+                        "legend": charts.legend([ctx.label("arm", a) for a in arms]), "n_panels": len(panels)})
     return {"figures": figures, "arms": arms, "level": figures[0]["level"] if figures else labels.level_pct(1 - ctx.alpha)}
 
 
@@ -96,11 +96,12 @@ def placebo(ctx) -> dict | None:
     arms = sorted({r.get("arm") for r in rows})
     chart_rows, table = [], []
     for r in rows:
-        label = f"{r.get('scorer')} \u00b7 {r.get('arm')}"
+        label = f"{ctx.label('scorer', r.get('scorer'))} \u00b7 {ctx.label('arm', r.get('arm'))}"
         note = "undefined" if r.get("ratio") is None else f"{fmt.num(r.get('ratio'))} {fmt.ci(r.get('ci_low'), r.get('ci_high'))}"
         chart_rows.append(charts.Row(label=label, est=r.get("ratio"), lo=r.get("ci_low"), hi=r.get("ci_high"),
                                      note=note, index=arms.index(r.get("arm"))))
-        table.append({"scorer": r.get("scorer"), "arm": r.get("arm"), "pair": f"{r.get('operator')} / {r.get('placebo')}",
+        table.append({"scorer": ctx.label("scorer", r.get("scorer")), "arm": ctx.label("arm", r.get("arm")),
+                      "pair": f"{ctx.label('operator', r.get('operator'))} / {ctx.label('operator', r.get('placebo'))}",
                       "ratio": fmt.num(r.get("ratio")), "ci": fmt.ci(r.get("ci_low"), r.get("ci_high")),
                       "fi_op": fmt.signed(r.get("fi_operator")), "fi_pl": fmt.signed(r.get("fi_placebo")),
                       "fi_pl_ci": fmt.ci(r.get("fi_placebo_ci_low"), r.get("fi_placebo_ci_high")),
@@ -138,7 +139,7 @@ def attribute(ctx) -> dict | None:
     models = []
     for r in rows:
         models.append({
-            "title": f"{r.get('scorer')} on {r.get('arm')}: {r.get('operator')}",
+            "title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: {ctx.label('operator', r.get('operator'))}",
             "formula": "\u0394score ~ \u0394" + " + ".join([str(r.get("measure"))] + [str(c) for c in r.get("controlling") or []])
                        + " + image fixed effects",
             "n_rows": fmt.count(r.get("n_rows")), "n_clusters": fmt.count(r.get("n_clusters")),

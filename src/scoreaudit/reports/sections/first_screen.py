@@ -61,7 +61,7 @@ def verdict(ctx) -> dict:
         conds = [{"name": c.get("name", "?"), "held": bool(c.get("held")), "value": _condition_value(c),
                   "detail": c.get("detail") or ""} for c in v.get("conditions") or []]
         verdicts.append({
-            "axis": f"{v.get('measure', '?')} \u00d7 {v.get('operator', '?')}",
+            "axis": f"{v.get('measure', '?')} \u00d7 {ctx.label('operator', v.get('operator', '?'))}",
             "measure": v.get("measure", "?"), "operator": v.get("operator", "?"),
             "bias": bias, "label": "Bias measurement" if bias else "Mechanistic stress test only",
             "failed": [c["name"] for c in conds if not c["held"]], "conditions": conds,
@@ -74,6 +74,19 @@ OUTCOMES = ("supported", "refuted", "inconclusive")
 CORRECTION_WORDS = {"bh": "false discovery rate (Benjamini\u2013Hochberg)", "by": "false discovery rate (Benjamini\u2013Yekutieli)",
                     "holm": "familywise error rate (Holm)", "bonferroni": "familywise error rate (Bonferroni)",
                     "none": "no multiplicity correction"}
+
+
+def labelled(sentence: str, cell: dict, ctx) -> str:
+    """The cell's sentence with the spec's display labels for its scorer and arm(s), where it names them."""
+    scorer, label = cell.get("scorer"), ctx.label("scorer", cell.get("scorer"))
+    if scorer and label != scorer:
+        sentence = sentence.replace(f" {scorer}'s ", f" {label}'s ", 1)
+    for arm in cell.get("arms") or ([cell["arm"]] if cell.get("arm") else []):
+        alabel = ctx.label("arm", arm)
+        if alabel != arm:
+            for before in (f"On {arm}, ", f"From {arm} ", f"to {arm}, ", f"Across {arm} "):
+                sentence = sentence.replace(before, before.replace(arm, alabel), 1)
+    return sentence
 
 
 def cell_anchor(index: int) -> str:
@@ -205,7 +218,7 @@ def hypotheses(ctx) -> dict | None:
                 continue
             outcome = c.get("outcome") or "inconclusive"
             rows.append({"id": c.get("id", ""), "anchor": cell_anchor(i), "outcome": outcome,
-                         "icon": OUTCOME_ICON.get(outcome, "?"), "sentence": cell_sentence(c),
+                         "icon": OUTCOME_ICON.get(outcome, "?"), "sentence": labelled(cell_sentence(c), c, ctx),
                          "scorer": ctx.label("scorer", c.get("scorer")), "arm": ctx.arm_text(c),
                          "estimate": fmt.signed(c.get("estimate")), "ci": fmt.ci(c.get("ci_low"), c.get("ci_high")),
                          "level": labels.ci(labels.cell_level(c, ctx.alpha)), "p_label": labels.cell_p(c),

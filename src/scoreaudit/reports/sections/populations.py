@@ -24,7 +24,8 @@ def transfer(ctx) -> dict | None:
     for r in rows:
         cls = r.get("class") or "null"
         out.append({
-            "scorer": r.get("scorer"), "statistic": r.get("statistic"), "source": r.get("source"), "target": r.get("target"),
+            "scorer": ctx.label("scorer", r.get("scorer")), "statistic": r.get("statistic"),
+            "source": ctx.label("arm", r.get("source")), "target": ctx.label("arm", r.get("target")),
             "src": fmt.signed(r.get("source_estimate")), "src_ci": fmt.ci(r.get("source_ci_low"), r.get("source_ci_high")),
             "src_q": fmt.pval(r.get("source_q")), "tgt": fmt.signed(r.get("target_estimate")),
             "tgt_ci": fmt.ci(r.get("target_ci_low"), r.get("target_ci_high")), "tgt_q": fmt.pval(r.get("target_q")),
@@ -52,7 +53,7 @@ def strata(ctx) -> dict | None:
                                      note=f"{fmt.signed(pooled.get('estimate'))} {fmt.ci(pooled.get('ci_low'), pooled.get('ci_high'))}"))
         lc = r.get("largest_contrast")
         out.append({
-            "title": f"{r.get('scorer')} on {r.get('arm')}: {r.get('statistic')} by {r.get('by')}",
+            "title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: {r.get('statistic')} by {r.get('by')}",
             "test": {"kruskal": "Kruskal\u2013Wallis", "anova": "one-way ANOVA"}.get(r.get("test"), r.get("test")),
             "stat": fmt.num(r.get("omnibus_statistic")), "p": fmt.pval(r.get("p")), "q": fmt.pval(r.get("q")),
             "chart": charts.forest(chart_rows, x_label=f"{r.get('statistic')} ({ctx.scale} units)",

@@ -30,10 +30,10 @@ def drift(ctx) -> dict | None:
         chart_rows, table = [], []
         for r in sel_rows:
             e, lo, hi = _est(r.get("net"))
-            chart_rows.append(charts.Row(label=f"{r.get('scorer')} \u00b7 {r.get('arm')}", est=e, lo=lo, hi=hi,
+            chart_rows.append(charts.Row(label=f"{ctx.label('scorer', r.get('scorer'))} \u00b7 {ctx.label('arm', r.get('arm'))}", est=e, lo=lo, hi=hi,
                                          note=f"{fmt.signed(e)} {fmt.ci(lo, hi)}", index=arms.index(r.get("arm"))))
             a, r_ = _est(r.get("argmax")), _est(r.get("random"))
-            table.append({"scorer": r.get("scorer"), "arm": r.get("arm"), "groups": fmt.count(r.get("groups")),
+            table.append({"scorer": ctx.label("scorer", r.get("scorer")), "arm": ctx.label("arm", r.get("arm")), "groups": fmt.count(r.get("groups")),
                           "a": fmt.signed(a[0]), "a_ci": fmt.ci(a[1], a[2]), "r": fmt.signed(r_[0]),
                           "r_ci": fmt.ci(r_[1], r_[2]), "net": fmt.signed(e), "net_ci": fmt.ci(lo, hi),
                           "p": fmt.pval((r.get("net") or {}).get("p"))})
