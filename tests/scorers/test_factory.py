@@ -116,7 +116,7 @@ def test_list_scorers_json_has_every_scorer_and_marks_models_not_ready(monkeypat
         assert by_name[name]["ready"] is True, by_name[name]["detail"]
     assert by_name["pickscore"]["needs_prompt"] is True
     planted = {p["name"]: p for p in by_name["planted"]["params"]}
-    assert planted["fidelity"] == {"name": "fidelity", "type": "float", "default": 0.0, "required": False}
+    assert planted["fidelity"] == {"name": "fidelity", "type": "number", "default": 0.0, "required": False}
 
 
 def test_list_scorers_plain_text_has_no_colour_codes(monkeypatch):
