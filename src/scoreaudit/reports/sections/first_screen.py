@@ -6,7 +6,8 @@ from collections import Counter
 
 from scoreaudit.reports import fmt, labels
 from scoreaudit.reports.sections import section
-from scoreaudit.reports.sentences import OUTCOME_ICON, UNSIGNED, cell_sentence
+from scoreaudit.reports import sentences
+from scoreaudit.reports.sentences import OUTCOME_ICON, cell_sentence
 
 LOCK_HEADINGS = {
     "pre-registered": ("Pre-registered", "The hypotheses were locked before any image was scored."),
@@ -195,9 +196,19 @@ def glance(ctx) -> dict | None:
             "note": labels.interval_note(ctx.alpha)}
 
 
+def _signed(statistic: str) -> bool:
+    """Whether the sentences print this statistic with a sign (the glance matrix shows it the same way)."""
+    unsigned = getattr(sentences, "UNSIGNED", None)  # the sentence module's own table, while it has one
+    if unsigned is not None:
+        return statistic not in unsigned
+    from scoreaudit.stats.sentences import signed  # one sentence source (stats), once it holds the rule
+
+    return signed(statistic)
+
+
 def _glance_entry(c: dict, i: int) -> dict:
     outcome = c.get("outcome") or "inconclusive"
-    number = fmt.num if c.get("statistic") in UNSIGNED else fmt.signed
+    number = fmt.signed if _signed(c.get("statistic") or "") else fmt.num
     est = c.get("estimate")
     return {"anchor": cell_anchor(i), "outcome": outcome, "icon": OUTCOME_ICON.get(outcome, "?"),
             "estimate": (c.get("detail") or {}).get("class") or fmt.UNDEFINED if est is None else number(est),
