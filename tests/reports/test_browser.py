@@ -76,3 +76,17 @@ def test_injected_script_would_be_reported(tmp_path):
     with Browser() as b:
         s = b.open(page.as_uri(), 800, 600)
         assert any("boom" in e or "Uncaught" in e for e in b.errors(s))
+
+
+def test_wide_tables_become_cards_on_a_phone(demo_bundle):
+    """At 390 px each row of a wide table is a card whose values carry their column headings."""
+    url = (demo_bundle / "report.html").resolve().as_uri()
+    with Browser() as b:
+        s = b.open(url, 390, 844, True)
+        stacked = b.evaluate(s, "[...document.querySelectorAll('table.stack')].map(t => t.scrollWidth <= "
+                                "t.parentElement.clientWidth + 1)")
+        assert stacked and all(stacked)
+        label = b.evaluate(s, "getComputedStyle(document.querySelector('#placebo table.stack td'), '::before').content")
+        assert label.strip('"') == "Scorer"
+        s = b.open(url, 1280, 900, False)
+        assert b.evaluate(s, "getComputedStyle(document.querySelector('#placebo table.stack thead')).display") != "none"

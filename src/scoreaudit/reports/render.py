@@ -10,6 +10,7 @@ refused. Rendering is deterministic (no clock, no absolute paths), so
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -83,10 +84,51 @@ def render_html(ctx: ReportContext) -> str:
         if arms else "",
         f"{len(r.get('cells') or [])} hypothesis cells",
     ) if p)
-    return environment().get_template("report.html.j2").render(
+    return stack_on_phones(environment().get_template("report.html.j2").render(
         title=ctx.title, audit_title=ctx.audit_title, summary_line=summary, sections=sections, omitted=omitted,
         css=_css(), spec_sha256=ctx.spec_sha256, schema_version=r.get("schema_version", "?"),
-        tool_version=(r.get("tool") or {}).get("version", "?"))
+        tool_version=(r.get("tool") or {}).get("version", "?")))
+
+
+_TABLE = re.compile(r'<div class="table-wrap"><table( class="[^"]*")?>(.*?)</table></div>', re.S)
+_HEAD_CELL = re.compile(r"<th[^>]*>(.*?)</th>", re.S)
+_ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+_CELL = re.compile(r"<(td|th)((?: [^>]*)?)>")
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def stack_on_phones(html: str) -> str:
+    """Give every body cell of a wide table its column's heading (`data-label`), so that on a phone the
+    stylesheet can show each row as a small card instead of a table to scroll sideways.
+
+    Only our own templates' tables are touched (inside `table-wrap`, a plain header row, no row spans);
+    the labels are the header texts, already escaped by the templates.
+    """
+    def one(m: re.Match) -> str:
+        cls, body = m.group(1) or "", m.group(2)
+        head = re.search(r"<thead>(.*?)</thead>", body, re.S)
+        if head is None or "rowspan" in body or "colspan" in body:
+            return m.group(0)
+        labels = [_TAGS.sub("", h).strip() for h in _HEAD_CELL.findall(head.group(1))]
+        tbody = re.search(r"<tbody>(.*?)</tbody>", body, re.S)
+        if tbody is None:
+            return m.group(0)
+
+        def row(r: re.Match) -> str:
+            k = iter(range(len(labels)))
+
+            def cell(c: re.Match) -> str:
+                i = next(k, None)
+                label = labels[i] if i is not None else ""
+                return f'<{c.group(1)}{c.group(2)} data-label="{label}">' if label else c.group(0)
+
+            return "<tr>" + _CELL.sub(cell, r.group(1)) + "</tr>"
+
+        new_body = body[:tbody.start(1)] + _ROW.sub(row, tbody.group(1)) + body[tbody.end(1):]
+        classes = (cls[8:-1] + " stack").strip() if cls else "stack"
+        return f'<div class="table-wrap"><table class="{classes}">{new_body}</table></div>'
+
+    return _TABLE.sub(one, html)
 
 
 def _refuse_fetch(url: str, *args: Any, **kwargs: Any):
