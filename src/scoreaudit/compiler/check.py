@@ -277,7 +277,8 @@ def scorers_pass(module: ast.Module, st: State) -> None:
             st.broken.add(d.name.name)
             continue
         st.scorers[d.name.name] = ir.ScorerIR(name=d.name.name, call=plugin_call(bound),
-                                              needs_prompt=bool(entry.meta.get("needs_prompt", False)))
+                                              needs_prompt=bool(entry.meta.get("needs_prompt", False)),
+                                              label=d.label.value if d.label is not None else None)
 
 
 def arms_pass(module: ast.Module, st: State) -> None:
@@ -294,7 +295,7 @@ def arms_pass(module: ast.Module, st: State) -> None:
             name=d.name.name, call=plugin_call(bound),
             source="pairs" if entry.meta.get("source", entry.name) == "pairs" else "images",
             kind=p.get("kind", "synthetic"), cluster=p.get("cluster"), strata=strata,
-            factors=tuple(p.get("factors") or ()),
+            factors=tuple(p.get("factors") or ()), label=d.label.value if d.label is not None else None,
         )
 
 
@@ -425,15 +426,16 @@ def operators_pass(module: ast.Module, st: State) -> None:
             st.broken.add(name)
             continue
         st.dosesets[name] = ds
-        st.operators[name] = _operator_ir(name, bound, ds, None)
+        st.operators[name] = _operator_ir(name, bound, ds, None, d.label)
 
 
-def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: Optional[str]) -> ir.OperatorIR:
+def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: Optional[str], label=None) -> ir.OperatorIR:
     region = bound.params.get("region")
     return ir.OperatorIR(name=name, call=plugin_call(bound), doses=ds.doses, identity=ds.identity,
                          pixel_local=bool(bound.entry.meta.get("pixel_local", False)),
                          region=region if isinstance(region, str) else None,
-                         placebo_of=placebo_of, symmetric=ds.symmetric)
+                         placebo_of=placebo_of, symmetric=ds.symmetric,
+                         label=label.value if label is not None else None)
 
 
 def placebos_pass(module: ast.Module, st: State) -> None:
@@ -470,7 +472,7 @@ def placebos_pass(module: ast.Module, st: State) -> None:
             st.sink.emit("W0404", d.call.func, f"placebo `{name}` uses `{entry.name}` but `{target}` uses "
                          f"`{target_plugin}`: the placebo ratio then compares different manipulations",
                          f"a placebo is usually the same operator on another region: `{target_plugin}(..., region: ...)`")
-        st.operators[name] = _operator_ir(name, bound, ds, target)
+        st.operators[name] = _operator_ir(name, bound, ds, target, d.label)
 
 
 # ---------------------------------------------------------------- validations and selections

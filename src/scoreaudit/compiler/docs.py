@@ -58,6 +58,15 @@ scorer ir    = image_reward(prompt: column(prompt))    # per-image prompt from t
 
 `column(x)` passes a per-image value read from the arm's manifest.
 
+Any scorer, arm, operator or placebo may end with a display label, which the
+report uses wherever it names it (the name stays what the spec refers to):
+
+```
+scorer ir = image_reward(prompt: column(prompt)) label: "ImageReward v1.0"
+arm real = images("data/real", manifest: "data/real.csv", kind: real) label: "Real faces"
+operator light = lab_shift(channel: L, region: skin) doses -10..10 step 5 label: "Lightness (L*)"
+```
+
 ## Arms
 
 ```

@@ -134,7 +134,13 @@ def fmt_setting(s: ast.Setting) -> str:
 
 
 def fmt_line_decl(d) -> str:
-    """A declaration that prints on one line."""
+    """A declaration that prints on one line (with its `label: "..."` when it has one)."""
+    text = _fmt_line_decl(d)
+    label = getattr(d, "label", None)
+    return text if label is None else f"{text} label: {escape(label.value)}"
+
+
+def _fmt_line_decl(d) -> str:
     if isinstance(d, (ast.ScorerDecl, ast.ArmDecl, ast.MeasureDecl, ast.CovariateDecl)):
         kw = {ast.ScorerDecl: "scorer", ast.ArmDecl: "arm", ast.MeasureDecl: "measure",
               ast.CovariateDecl: "covariate"}[type(d)]

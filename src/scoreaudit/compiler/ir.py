@@ -63,6 +63,7 @@ class ScorerIR(Frozen):
     name: str
     call: PluginCall
     needs_prompt: bool = False
+    label: Optional[str] = None  # `label: "..."`: the report's name for it (default: the name)
 
 
 class ArmIR(Frozen):
@@ -79,6 +80,7 @@ class ArmIR(Frozen):
     cluster: Optional[str] = None  # manifest column; None: each image is its own cluster
     strata: tuple[str, ...] = ()
     factors: tuple[str, ...] = ()
+    label: Optional[str] = None
 
 
 class RegionCallIR(Frozen):
@@ -129,6 +131,7 @@ class OperatorIR(Frozen):
     region: Optional[str] = None
     placebo_of: Optional[str] = None  # set for `placebo X = ... of Y`; doses copied from Y
     symmetric: bool = False  # doses symmetric around identity
+    label: Optional[str] = None
 
 
 class ValidationIR(Frozen):

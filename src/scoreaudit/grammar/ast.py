@@ -147,6 +147,7 @@ class ScorerDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
+    label: "String | None" = None  # `label: "..."`: the report's name for it
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ class ArmDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
+    label: "String | None" = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,7 @@ class OperatorDecl:
     call: Call
     doses: Doses | None  # None only when the parser recovered from a missing `doses`
     span: Span = _span_field()
+    label: "String | None" = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,7 @@ class PlaceboDecl:
     call: Call
     of: Ident
     span: Span = _span_field()
+    label: "String | None" = None
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,11 @@ def _unwrap(x):
     return x
 
 
+def _label(c, i: int):
+    """The `label: "..."` string at position `i` of a declaration's children, if written."""
+    return c[i] if len(c) > i and isinstance(c[i], ast.String) else None
+
+
 def _ident(t: _Tok) -> ast.Ident:
     return ast.Ident(t.value, _tspan(t))
 
@@ -172,10 +177,14 @@ class _Builder:
         return ast.Setting(_ident(c[0]), value, _span(c[0], c[-1]))
 
     def scorer(self, c):
-        return self._decl(ast.ScorerDecl(_ident(c[1]), c[3], _span(c[0], c[-1])), c)
+        return self._decl(ast.ScorerDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4)), c)
 
     def arm(self, c):
-        return self._decl(ast.ArmDecl(_ident(c[1]), c[3], _span(c[0], c[-1])), c)
+        return self._decl(ast.ArmDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4)), c)
+
+    def label(self, c):
+        t = c[2]
+        return ast.String(_unescape(t.value[1:-1]), _tspan(t))
 
     def measure(self, c):
         return self._decl(ast.MeasureDecl(_ident(c[1]), c[3], _span(c[0], c[-1])), c)
@@ -187,7 +196,7 @@ class _Builder:
         return self._decl(ast.RegionDecl(_ident(c[1]), _unwrap(c[3]), _span(c[0], c[-1])), c)
 
     def operator(self, c):
-        return self._decl(ast.OperatorDecl(_ident(c[1]), c[3], c[5], _span(c[0], c[-1])), c)
+        return self._decl(ast.OperatorDecl(_ident(c[1]), c[3], c[5], _span(c[0], c[-1]), _label(c, 6)), c)
 
     def dose_list(self, c):
         return ast.DoseList(tuple(_number(n) for n in c[::2]), _span(c[0], c[-1]))
@@ -196,7 +205,7 @@ class _Builder:
         return ast.DoseRange(_number(c[0]), _number(c[2]), _number(c[4]), _span(c[0], c[-1]))
 
     def placebo(self, c):
-        return self._decl(ast.PlaceboDecl(_ident(c[1]), c[3], _ident(c[5]), _span(c[0], c[-1])), c)
+        return self._decl(ast.PlaceboDecl(_ident(c[1]), c[3], _ident(c[5]), _span(c[0], c[-1]), _label(c, 6)), c)
 
     def validate(self, c):
         return ast.ValidateDecl(_ident(c[1]), _ident(c[3]), tuple(c[5::2]), _span(c[0], c[-1]))

@@ -743,11 +743,19 @@ class _Build:
             value = ast.ListValue(tuple(values), self.join(values[0].span, values[-1].span), bracketed=False)
         return ast.Setting(self.ident(key), value, self.mspan(t))
 
+    def label(self, rest) -> "ast.String | None":
+        """A declaration's optional `label: "..."` (the tree after its call or doses)."""
+        for x in rest:
+            if isinstance(x, Tree) and x.data == "label":
+                return self.string(x.children[0])
+        return None
+
     def d_scorer(self, t, span):
-        return ast.ScorerDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
+        return ast.ScorerDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span,
+                              self.label(t.children[2:]))
 
     def d_arm(self, t, span):
-        return ast.ArmDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
+        return ast.ArmDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span, self.label(t.children[2:]))
 
     def d_measure(self, t, span):
         return ast.MeasureDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
@@ -759,8 +767,8 @@ class _Build:
         return ast.RegionDecl(self.ident(t.children[0]), self.region(t.children[1], 1), span)
 
     def d_operator(self, t, span):
-        name, call, doses = t.children
-        return ast.OperatorDecl(self.ident(name), self.call(call, 1), self.doses(doses), span)
+        name, call, doses, *rest = t.children
+        return ast.OperatorDecl(self.ident(name), self.call(call, 1), self.doses(doses), span, self.label(rest))
 
     def doses(self, t: Tree) -> ast.Doses:
         if t.data == "dose_list":
@@ -769,8 +777,8 @@ class _Build:
         return ast.DoseRange(self.number(start), self.number(stop), self.number(step), self.mspan(t))
 
     def d_placebo(self, t, span):
-        name, call, of = t.children
-        return ast.PlaceboDecl(self.ident(name), self.call(call, 1), self.ident(of), span)
+        name, call, of, *rest = t.children
+        return ast.PlaceboDecl(self.ident(name), self.call(call, 1), self.ident(of), span, self.label(rest))
 
     def d_validate(self, t, span):
         measure, operator, *checks = t.children
