@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from scoreaudit import registry
 from scoreaudit.compiler import ir
 from scoreaudit.grammar import ast
-from scoreaudit.compiler.gcpause import paused_gc
+from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.doses import DoseSet, check_doses, expand
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
 from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a

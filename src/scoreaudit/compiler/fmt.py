@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from scoreaudit.grammar import ast
-from scoreaudit.grammar.parser import escape
+from scoreaudit.grammar.literals import escape
 
 INDENT = "  "
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from scoreaudit.compiler import ir
-from scoreaudit.compiler.gcpause import paused_gc
+from scoreaudit.gcpause import paused_gc
 
 PLAN_SCHEMA_VERSION = 1
 KEY_ALGO_VERSION = 1

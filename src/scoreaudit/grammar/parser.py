@@ -1,13 +1,15 @@
 """Text → AST (`scoreaudit.grammar.ast`) plus syntax diagnostics (E01xx).
 
 `parse` never raises: every problem in the input, including binary junk and
-absurd nesting, comes back as a `Diagnostic`. The Lark parser is built once
-per process. After a syntax error the parser restarts at the next line that
-begins a declaration, so one run reports the errors of several declarations;
-the module is returned only when there is no syntax error at all.
+absurd nesting, comes back as a `Diagnostic`. One Lark LALR parser does all
+the work: its inline transformer (`build.py`) builds the AST while it parses,
+and its errors carry the parser state the diagnostics below are made from.
+After a syntax error the parser restarts at the next line that begins a
+declaration, so one run reports the errors of several declarations; the
+module is returned only when there is no syntax error at all.
 
-Valid text takes the fast path (`fastparse.py`: Lark's tables without Lark);
-everything else, and every diagnostic, comes from the Lark parser below.
+Building the parser (grammar analysis) is cached per user by Lark's own
+`cache` option (`_cache_file`), so a fresh process only loads the tables.
 
 Codes (catalogued in `spec/diagnostics.md`):
 E0100 internal parser failure, E0101 unexpected token, E0102 operator without
@@ -21,17 +23,24 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import hashlib
+import os
 import re
+import stat
+import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
-from scoreaudit.grammar import ast
-from scoreaudit.compiler.gcpause import paused_gc
-from scoreaudit.diagnostics import Diagnostic, Span
-from scoreaudit.grammar.fastparse import parse_decls
+import lark
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-# Lark is imported on first use (`_lark()`): valid files never need it (`fastparse.py`).
-Lark = Token = Tree = UnexpectedCharacters = UnexpectedInput = UnexpectedToken = None
+from scoreaudit.diagnostics import Diagnostic, Span
+from scoreaudit.gcpause import paused_gc
+from scoreaudit.grammar import ast
+from scoreaudit.grammar.build import MAX_DEPTH, Builder
+from scoreaudit.grammar.literals import escape, unescape  # noqa: F401  (part of this module's interface)
 
 GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
 
@@ -40,31 +49,56 @@ DECL_KEYWORDS = (
     "audit", "scorer", "arm", "region", "measure", "covariate", "operator",
     "placebo", "validate", "select", "hypothesis", "report",
 )
-MAX_DEPTH = 64  # nesting of calls / lists / region and product chains
 MAX_ERRORS = 20  # syntax errors reported per file before giving up
 
 _DECL_LINE = re.compile(
     r"^[ \t]*(" + "|".join(DECL_KEYWORDS) + r")(?![A-Za-z0-9_])(?![ \t]*:)", re.MULTILINE
 )
 
+_OPTIONS = dict(parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=False)
+_BUILDER = Builder()
+_LOCK = threading.RLock()  # the builder's per-parse findings belong to one parse at a time
 
-def _import_lark() -> None:
-    global Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-    from lark import Lark, Token, Tree
-    from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+def _cache_file(grammar: str) -> str | bool:
+    """Where Lark caches its analysis of the grammar, or False when there is no safe place.
+
+    Lark's cache is a pickle, so it lives only in a folder of this user's
+    that nobody else can write to (`$XDG_CACHE_HOME/scoreaudit`, mode 0700);
+    the name carries the grammar's and Lark's identity, so worktrees or
+    versions with different grammars never share a file.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "scoreaudit"
+    key = hashlib.sha256(f"{grammar}\0{_OPTIONS}\0{lark.__version__}\0{sys.version_info[:2]}".encode()).hexdigest()
+    path = folder / f"grammar-{key[:24]}.lark-cache"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = folder.lstat()
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return False
+        if os.path.lexists(path):
+            st = path.lstat()
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                return False
+    except OSError:
+        return False
+    return str(path)
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    """The Lark parser of the error path (its trees carry positions for diagnostics)."""
-    _import_lark()
-    return Lark(
-        GRAMMAR_PATH.read_text(encoding="utf-8"),
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=True,
-    )
+    """The parser (built once per process; its grammar analysis cached per user)."""
+    grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+    return Lark(grammar, transformer=_BUILDER, cache=_cache_file(grammar), **_OPTIONS)
+
+
+def _lark_parse(text: str):
+    """Lark's parse of `text` and the builder's findings on it (raises Lark's syntax errors)."""
+    with _LOCK:
+        _BUILDER.begin()
+        decls = _lark().parse(text)
+        return decls, _BUILDER.positional_after_keyword, _BUILDER.too_deep
 
 
 # ---------------------------------------------------------------- public entry
@@ -134,25 +168,14 @@ class _Source:
         return self.text[start:] if end < 0 else self.text[start:end]
 
 
+#: A string (closed or not: it ends at its line's end) or a comment; strings are matched
+#: only so that a `#` inside one is not taken for a comment.
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\\n\r]|\\[^\n\r]|\\)*"?|#[^\n]*')
+
+
 def scan_comments(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of every `#` comment, skipping `#` inside strings."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < n and text[i] not in '"\n\r':
-                i += 2 if text[i] == "\\" and i + 1 < n and text[i + 1] not in "\n\r" else 1
-            i += 1
-        elif c == "#":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append((i, j))
-            i = j
-        else:
-            i += 1
-    return out
+    return [m.span() for m in _STRING_OR_COMMENT.finditer(text) if m.group().startswith("#")]
 
 
 def _open_braces(text: str, upto: int) -> list[int]:
@@ -305,7 +328,7 @@ def _example_table() -> tuple[dict, dict]:
     for label, snippets in ERROR_EXAMPLES.items():
         for snippet in snippets:
             try:
-                _lark().parse(snippet)
+                _lark_parse(snippet)
             except UnexpectedToken as ut:
                 sid = _state_id(ut)
                 by_token.setdefault((sid, ut.token.type), label)
@@ -327,11 +350,6 @@ def _label(err: UnexpectedToken) -> str | None:
 # ---------------------------------------------------------------- the parse
 
 
-class _TooDeep(Exception):
-    def __init__(self, span: Span):
-        self.span = span
-
-
 class _Parse:
     def __init__(self, text: str, path: str):
         self.path = path
@@ -350,11 +368,11 @@ class _Parse:
 
     def run(self) -> tuple[ast.Module | None, list[Diagnostic]]:
         offset = 0
-        module = self.fast()
-        while module is None:  # the Lark path: a syntax error, or something the fast path leaves to it
+        module = None
+        while True:  # after each syntax error, again from the next declaration
             masked = self.text if offset == 0 else _blank(self.text, offset)
             try:
-                tree = _lark().parse(masked)
+                decls, positional, too_deep = _lark_parse(masked)
             except UnexpectedInput as err:
                 restart = self.syntax_error(err, masked, offset)
                 if restart is None or restart <= offset or len(self.diags) >= MAX_ERRORS:
@@ -362,7 +380,7 @@ class _Parse:
                 offset = restart
                 continue
             if offset == 0:
-                module = self.build(tree)
+                module = self.build(decls, positional, too_deep)
             break
         if self.diags:
             return None, self.diags
@@ -377,22 +395,27 @@ class _Parse:
             return None, self.diags
         return module, self.diags
 
-    def fast(self) -> ast.Module | None:
-        """The module from the fast path (`fastparse.py`), or None: then the Lark path decides."""
-        try:
-            decls = parse_decls(self.text)
-        except Exception:  # Bail, or a bug there: the Lark path gives the same result, only slower
-            return None
-        return self.module(decls)
+    def build(self, decls: tuple, positional: list, too_deep) -> ast.Module | None:
+        """The module, or None after reporting what the builder found (E0110, E0109).
 
-    def build(self, tree: Tree) -> ast.Module | None:
-        try:
-            decls = tuple(_Build(self).decl(t) for t in tree.children)
-        except _TooDeep as e:
+        Both are reported in source order up to the first declaration nested
+        too deeply, which ends the file's report.
+        """
+        limit = too_deep[0].span.start if too_deep else len(self.text) + 1
+        # each argument after its own nested ones (the order of a walk down the tree)
+        for arg, first_kw in sorted(positional, key=lambda p: (p[0].span.end, -p[0].span.start)):
+            if arg.span.start < limit:
+                self.diag(
+                    "E0110",
+                    "a positional argument cannot follow a keyword argument",
+                    arg.span,
+                    help=f"move it before `{first_kw.name.name}:` or give it a name (`name: value`)",
+                )
+        if too_deep:
             self.diag(
                 "E0109",
                 f"expression nested too deeply (more than {MAX_DEPTH} levels)",
-                e.span,
+                self.src.point(too_deep[1].span.start),
                 help="split the expression into several declarations",
             )
             return None
@@ -436,7 +459,7 @@ class _Parse:
             kw = None if at_end else _keyword_before(self.text, tok, offset)
             if kw is not None:
                 try:
-                    _lark().parse(masked[:kw])
+                    _lark_parse(masked[:kw])
                 except UnexpectedToken as inner:
                     if inner.token.type == "$END":
                         self.syntax_error(inner, masked[:kw], offset, cut=kw)
@@ -688,264 +711,3 @@ def _unquoted_run(text: str, tok: Token) -> tuple[int, int, str] | None:
 def _key_before(text: str, value_start: int) -> str | None:
     m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*$", text[max(0, value_start - 200) : value_start])
     return m.group(1) if m else None
-
-
-# ---------------------------------------------------------------- tree → AST
-
-
-class _Build:
-    """Converts a Lark tree to frozen AST nodes (one method per grammar rule)."""
-
-    def __init__(self, parse: _Parse):
-        self.p = parse
-        self.src = parse.src
-
-    # spans
-    def tspan(self, tok: Token) -> Span:
-        return self.src.span(tok.start_pos, tok.end_pos)
-
-    def mspan(self, tree: Tree) -> Span:
-        m = tree.meta
-        if getattr(m, "empty", True):
-            return ast._NO_SPAN
-        return Span(m.line, m.column, m.end_line, m.end_column, m.start_pos, m.end_pos)
-
-    def join(self, a: Span, b: Span) -> Span:
-        return Span(a.line, a.column, b.end_line, b.end_column, a.start, b.end)
-
-    # leaves
-    def ident(self, tok: Token) -> ast.Ident:
-        return ast.Ident(str(tok), self.tspan(tok))
-
-    def number(self, tok: Token) -> ast.Number:
-        return ast.Number(float(tok), str(tok), self.tspan(tok))
-
-    def string(self, tok: Token) -> ast.String:
-        return ast.String(unescape(str(tok)[1:-1]), self.tspan(tok))
-
-    # declarations
-    def decl(self, t: Tree):
-        return getattr(self, "d_" + t.data)(t, self.mspan(t))
-
-    def d_audit(self, t, span):
-        title, *settings = t.children
-        return ast.AuditBlock(self.string(title), tuple(self.setting(s) for s in settings), span)
-
-    def d_report(self, t, span):
-        return ast.ReportDecl(tuple(self.setting(s) for s in t.children), span)
-
-    def setting(self, t: Tree) -> ast.Setting:
-        key, *vals = t.children
-        values = [self.value(v, 1) for v in vals]
-        if len(values) == 1:
-            value = values[0]
-        else:
-            value = ast.ListValue(tuple(values), self.join(values[0].span, values[-1].span), bracketed=False)
-        return ast.Setting(self.ident(key), value, self.mspan(t))
-
-    def label(self, rest) -> "ast.String | None":
-        """A declaration's optional `label: "..."` (the tree after its call or doses)."""
-        for x in rest:
-            if isinstance(x, Tree) and x.data == "label":
-                return self.string(x.children[0])
-        return None
-
-    def d_scorer(self, t, span):
-        return ast.ScorerDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span,
-                              self.label(t.children[2:]))
-
-    def d_arm(self, t, span):
-        return ast.ArmDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span, self.label(t.children[2:]))
-
-    def d_measure(self, t, span):
-        return ast.MeasureDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
-
-    def d_covariate(self, t, span):
-        return ast.CovariateDecl(self.ident(t.children[0]), self.call(t.children[1], 1), span)
-
-    def d_region(self, t, span):
-        return ast.RegionDecl(self.ident(t.children[0]), self.region(t.children[1], 1), span)
-
-    def d_operator(self, t, span):
-        name, call, doses, *rest = t.children
-        return ast.OperatorDecl(self.ident(name), self.call(call, 1), self.doses(doses), span, self.label(rest))
-
-    def doses(self, t: Tree) -> ast.Doses:
-        if t.data == "dose_list":
-            return ast.DoseList(tuple(self.number(n) for n in t.children), self.mspan(t))
-        start, _dots, stop, step = t.children
-        return ast.DoseRange(self.number(start), self.number(stop), self.number(step), self.mspan(t))
-
-    def d_placebo(self, t, span):
-        name, call, of, *rest = t.children
-        return ast.PlaceboDecl(self.ident(name), self.call(call, 1), self.ident(of), span, self.label(rest))
-
-    def d_validate(self, t, span):
-        measure, operator, *checks = t.children
-        out = []
-        for c in checks:
-            stat, op, num = c.children
-            out.append(ast.Check(self.ident(stat), str(op), self.number(num), self.mspan(c)))
-        return ast.ValidateDecl(self.ident(measure), self.ident(operator), tuple(out), span)
-
-    def d_select(self, t, span):
-        name, n, *rest = t.children
-        under = None
-        if isinstance(rest[0], Tree):
-            under = self.ident(rest[0].children[0])
-            rest = rest[1:]
-        return ast.SelectDecl(self.ident(name), self.number(n), under, self.ident(rest[0]), span)
-
-    def d_hypothesis(self, t, span):
-        name, title, *claims = t.children
-        return ast.HypothesisDecl(
-            self.ident(name), self.string(title), tuple(self.claim(c) for c in claims), span
-        )
-
-    def claim(self, t: Tree) -> ast.Claim:
-        expr_t, *rest = t.children
-        arms: tuple[ast.Ident, ...] = ()
-        scorers: ast.EachScorer | tuple[ast.Ident, ...] = ()
-        for r in rest:
-            if r.data == "on_arms":
-                arms = tuple(self.ident(a) for a in r.children)
-            elif r.data == "each_scorer":
-                scorers = ast.EachScorer(self.mspan(r))
-            else:
-                scorers = tuple(self.ident(s) for s in r.children)
-        return ast.Claim(self.claim_expr(expr_t), arms, scorers, self.mspan(t))
-
-    def claim_expr(self, t: Tree):
-        span = self.mspan(t)
-        if t.data == "bare":
-            return ast.Bare(self.call(t.children[0], 1), span)
-        if t.data == "compare":
-            left, op, num = t.children
-            return ast.Compare(self.stat(left), str(op), self.number(num), span)
-        left, low, high = t.children
-        return ast.Within(self.stat(left), self.number(low), self.number(high), span)
-
-    def stat(self, t: Tree):
-        if t.data == "abs":
-            inner = t.children[0]
-            if inner.data in ("difference", "ratio"):
-                return ast.Abs(self.comparison(inner), self.mspan(t))
-            return ast.Abs(self.call(inner, 2), self.mspan(t))
-        if t.data in ("difference", "ratio"):
-            return self.comparison(t)
-        return self.call(t, 1)
-
-    def comparison(self, t: Tree) -> ast.Comparison:
-        a, b = (self.reading(r) for r in t.children)
-        return ast.Comparison(t.data, a, b, self.mspan(t))
-
-    def reading(self, t: Tree) -> ast.Reading:
-        call_t, *quals = t.children
-        arms, scorers, where = [], [], []
-        for q in quals:
-            if q.data == "reading_on":
-                arms.append(self.ident(q.children[0]))
-            elif q.data == "reading_for":
-                scorers.append(self.ident(q.children[0]))
-            else:
-                col, val = q.children
-                value = self.string(val) if val.type == "STRING" else self.number(val)
-                where.append(ast.Where(self.ident(col), value, self.mspan(q)))
-        return ast.Reading(self.call(call_t, 3), tuple(arms), tuple(scorers), tuple(where), self.mspan(t))
-
-    # expressions
-    def guard(self, depth: int, t) -> None:
-        if depth > MAX_DEPTH:
-            s = self.mspan(t) if isinstance(t, Tree) else self.tspan(t)
-            raise _TooDeep(self.src.point(s.start))
-
-    def region(self, t, depth: int):
-        self.guard(depth, t)
-        if isinstance(t, Token):  # pragma: no cover - names arrive wrapped in `name`
-            return ast.Name(str(t), self.tspan(t))
-        span = self.mspan(t)
-        if t.data == "region_union":
-            return ast.BinaryRegion("|", self.region(t.children[0], depth + 1),
-                                    self.region(t.children[1], depth + 1), span)
-        if t.data == "region_inter":
-            return ast.BinaryRegion("&", self.region(t.children[0], depth + 1),
-                                    self.region(t.children[1], depth + 1), span)
-        if t.data == "region_neg":
-            return ast.Not(self.region(t.children[0], depth + 1), span)
-        if t.data == "name":
-            return ast.Name(str(t.children[0]), span)
-        return self.call(t, depth)
-
-    def value(self, t: Tree, depth: int):
-        self.guard(depth, t)
-        span = self.mspan(t)
-        kind = t.data
-        if kind == "number":
-            return self.number(t.children[0])
-        if kind == "string":
-            return self.string(t.children[0])
-        if kind == "name":
-            return ast.Name(str(t.children[0]), span)
-        if kind == "product":
-            return ast.Product(self.value(t.children[0], depth + 1), self.value(t.children[1], depth + 1), span)
-        if kind == "list":
-            items = tuple(self.value(v, depth + 1) for v in t.children if v is not None)
-            return ast.ListValue(items, span, bracketed=True)
-        return self.call(t, depth)
-
-    def call(self, t: Tree, depth: int):
-        self.guard(depth, t)
-        func, *raw = t.children
-        args = []
-        seen_kw = None
-        for a in raw:
-            if a is None:
-                continue
-            if a.data == "kwarg":
-                key, val = a.children
-                arg = ast.Arg(self.ident(key), self.value(val, depth + 1), self.mspan(a))
-                seen_kw = seen_kw or arg
-            else:
-                arg = ast.Arg(None, self.value(a.children[0], depth + 1), self.mspan(a))
-                if seen_kw is not None:
-                    self.p.diag(
-                        "E0110",
-                        "a positional argument cannot follow a keyword argument",
-                        arg.span,
-                        help=f"move it before `{seen_kw.name.name}:` or give it a name (`name: value`)",
-                    )
-            args.append(arg)
-        span = self.mspan(t)
-        if (str(func) == "column" and len(args) == 1 and args[0].name is None
-                and isinstance(args[0].value, ast.Name)):
-            inner = args[0].value
-            return ast.Column(ast.Ident(inner.name, inner.span), span)
-        return ast.Call(self.ident(func), tuple(args), span)
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
-
-
-def unescape(body: str) -> str:
-    """The value of a string literal's body; unknown escapes keep their backslash."""
-    if "\\" not in body:
-        return body
-    out = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            out.append(_ESCAPES.get(nxt, "\\" + nxt))
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def escape(value: str) -> str:
-    """A string literal (with quotes) whose value is `value`; inverse of `unescape`."""
-    body = (value.replace("\\", "\\\\").replace('"', '\\"')
-            .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
-    return f'"{body}"'
