@@ -1,18 +1,18 @@
 """Fuzz: 10,000+ seeded mutations of the examples never make `parse` raise, and every
 diagnostic points inside the file. Inputs that parse also go through the checker
-(when `scoreaudit.compiler.check` exists) and through `fmt`, which must not raise either."""
+and through `fmt`, which must not raise either."""
 
 from __future__ import annotations
 
-import importlib
 import random
 import re
 import time
 
 from grammar_testutil import EXAMPLES
 
-from scoreaudit.grammar.ast import strip_spans
+from scoreaudit.compiler.check import check
 from scoreaudit.compiler.fmt import format_module
+from scoreaudit.grammar.ast import strip_spans
 from scoreaudit.grammar.parser import parse
 
 N_INPUTS = 10_000
@@ -72,17 +72,9 @@ def _sources() -> list[str]:
     return out
 
 
-def _check_fn():
-    try:
-        return importlib.import_module("scoreaudit.compiler.check").check
-    except ImportError:
-        return None
-
-
 def test_fuzz_parse_never_raises_and_spans_stay_inside():
     rng = random.Random(SEED)
     sources = _sources()
-    check = _check_fn()
     n_parsed = n_checked = 0
     start = time.perf_counter()
     for n in range(N_INPUTS):
@@ -103,9 +95,8 @@ def test_fuzz_parse_never_raises_and_spans_stay_inside():
             assert diags == []
             out = format_module(module)
             assert strip_spans(parse(out)[0]) == strip_spans(module), (text, out)
-            if check is not None:
-                check(module, text, "fuzz.audit")  # must not raise
-                n_checked += 1
+            check(module, text, "fuzz.audit")  # must not raise
+            n_checked += 1
     elapsed = time.perf_counter() - start
     # the mutations must exercise both paths
     assert 200 < n_parsed < N_INPUTS - 2000, n_parsed

@@ -1,8 +1,4 @@
-"""Real results bundles: planted-scorer tables for a normative example, analysed by the statistics engine.
-
-Skips (via `pytest.importorskip`-style ImportError) when the compiler or the
-statistics engine is not available yet.
-"""
+"""Real results bundles: planted-scorer tables for a normative example, analysed by the statistics engine."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """End to end: lock the demo spec, run it, and find the lock status and the report in the bundle.
 
-Skips until `scoreaudit.api.run` works end to end on this machine (it needs the
-runtime, the statistics and the facade's call of `write_lock_status`).
+Nothing here skips: a failure to make the demo data, an error from `api.run`
+or a missing lock status is a failure of the product.
 """
 
 from __future__ import annotations
@@ -29,16 +29,11 @@ def test_lock_run_report(tmp_path):
     made = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_demo_data.py"), "--out",
                            str(tmp_path / "data" / "demo"), "--real", "20", "--prompts", "8"],
                           capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"demo data could not be made: {made.stderr[-300:]}")
+    assert made.returncode == 0, f"demo data could not be made: {made.stderr[-2000:]}"
     write_lock(spec)
-    try:
-        api.run(spec, out=tmp_path / "out", progress=False)
-    except (ImportError, NotImplementedError, AttributeError) as e:
-        pytest.skip(f"scoreaudit.api.run does not work end to end yet: {type(e).__name__}: {e}")
+    api.run(spec, out=tmp_path / "out", progress=False)
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    if not (tmp_path / "out" / "lock.json").exists():
-        pytest.skip("api.run does not call scoreaudit.reports.lock.write_lock_status yet")
+    assert (tmp_path / "out" / "lock.json").exists(), "api.run wrote no lock status"
     assert results["lock"]["status"] == "pre-registered", results["lock"]
     html = (tmp_path / "out" / "report.html").read_text()
     assert "Pre-registered" in html

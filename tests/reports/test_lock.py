@@ -11,11 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LATER, EARLIER = "2099-01-01T00:00:00Z", "2000-01-01T00:00:00Z"
 
-compiler = pytest.importorskip("scoreaudit.compiler.check", reason="the compiler is not available yet")
-
-from scoreaudit import api  # noqa: E402
-from scoreaudit.diagnostics import DiagnosticError  # noqa: E402
-from scoreaudit.reports.lock import lock_path, lock_status, normalise, write_lock, write_lock_status  # noqa: E402
+from scoreaudit import api
+from scoreaudit.diagnostics import DiagnosticError
+from scoreaudit.reports.lock import lock_path, lock_status, normalise, write_lock, write_lock_status
 
 
 @pytest.fixture()

@@ -10,9 +10,6 @@ import pytest
 
 from scoreaudit.reports.verify import compare, compare_reports
 
-pytest.importorskip("scoreaudit.stats.engine", reason="the statistics engine is not available yet")
-pytest.importorskip("scoreaudit.compiler.check", reason="the compiler is not available yet")
-
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory) -> Path:

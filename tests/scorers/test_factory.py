@@ -16,8 +16,16 @@ from scoreaudit.plugins.base import ScoreItem, ScorerUnavailable
 from scoreaudit.registry import NoParams, load_plugins, scorers
 from scoreaudit.runtime import scorers as rs
 
-OFFLINE = ["sharpness", "colourfulness", "incompressibility", "niqe", "niqe_quality", "planted"]
-MODEL_SCORERS = ["laion_aesthetic", "pickscore", "image_reward", "hpsv2", "clip_score"]
+load_plugins()
+MODEL_PACKAGES = {"torch", "open_clip", "transformers", "torchvision"}
+BUILT_IN = [e for e in scorers if e.impl.__module__.startswith("scoreaudit.")]
+#: Built-in scorers, enumerated from the registry so that a new one gets these contract tests:
+#: those that need the models extra, and the others (which must work offline, here).
+MODEL_SCORERS = sorted(e.name for e in BUILT_IN if MODEL_PACKAGES & set(e.meta.get("requires", ())))
+OFFLINE = sorted(e.name for e in BUILT_IN if e.name not in MODEL_SCORERS)
+#: Parameters a scorer needs for the contract test, and the manifest row it reads them from.
+CONTRACT_PARAMS = {"precomputed": {"column": "score"}}
+CONTRACT_ROW = {"score": 1.5}
 
 
 def ir(plugin: str, **params) -> ScorerIR:
@@ -35,14 +43,20 @@ def _no_torch(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", fake)
 
 
+def test_the_registry_lists_the_known_scorers():
+    assert set(OFFLINE) >= {"sharpness", "colourfulness", "incompressibility", "niqe", "niqe_quality", "planted",
+                            "precomputed"}
+    assert set(MODEL_SCORERS) >= {"laion_aesthetic", "pickscore", "image_reward", "hpsv2", "clip_score"}
+
+
 @pytest.mark.parametrize("name", OFFLINE)
 def test_make_scorer_offline_scorers_follow_the_protocol(name, astronaut):
-    s = rs.make_scorer(ir(name), device="cpu")
+    s = rs.make_scorer(ir(name, **CONTRACT_PARAMS.get(name, {})), device="cpu")
     assert s.needs_prompt is False and isinstance(s.uses_item, bool)
     h = s.weights_hash()
     assert h is None or isinstance(h, str)
     it = ScoreItem(arm="a", image_id="x", operator="original", dose=0.0, u=0.0, placebo=False,
-                   row={}, measures={})
+                   row=CONTRACT_ROW, measures={})
     out = s.score([astronaut, astronaut[:, ::-1]], None, [it, it])
     assert out.dtype == np.float64 and out.shape == (2,) and np.isfinite(out).all()
 
@@ -112,7 +126,7 @@ def test_list_scorers_json_has_every_scorer_and_marks_models_not_ready(monkeypat
     for name in MODEL_SCORERS:
         assert by_name[name]["ready"] is False
         assert "scoreaudit[models]" in by_name[name]["detail"]
-    for name in OFFLINE + ["precomputed"]:
+    for name in OFFLINE:
         assert by_name[name]["ready"] is True, by_name[name]["detail"]
     assert by_name["pickscore"]["needs_prompt"] is True
     planted = {p["name"]: p for p in by_name["planted"]["params"]}

@@ -23,15 +23,13 @@ from scoreaudit.compiler import ir
 from scoreaudit.grammar import ast
 from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.doses import DoseSet, check_doses, expand
+from scoreaudit.compiler.claims import lower_hypothesis
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
-from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a
+from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a, plugin_entry
 from scoreaudit.compiler.values import number, text
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 SUPPORTED_VERSIONS = (1,)
-_DECL_KEYWORD = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
-                 "covariate": "covariate", "operator": "operator", "statistic": "a hypothesis",
-                 "section": "report"}
 
 
 @dataclass
@@ -234,26 +232,6 @@ def report_pass(module: ast.Module, st: State) -> None:
 
 
 # ---------------------------------------------------------------- plugin calls
-
-
-def plugin_entry(call: ast.Call, kind: str, st: State, what: str) -> Optional[registry.PluginEntry]:
-    """The registry entry `call.func` names in registry `kind`, or None after E0202."""
-    reg = registry.REGISTRIES[kind]
-    name = call.func.name
-    if name in reg:
-        return reg.get(name)
-    elsewhere = [k for k, r in registry.REGISTRIES.items() if name in r and k != kind]
-    guess = did_you_mean(name, reg.names())
-    if guess:
-        help = f"did you mean '{guess}'?"
-    elif elsewhere:
-        help = f"`{name}` is {a(elsewhere[0])}: declare it with `{_DECL_KEYWORD.get(elsewhere[0], elsewhere[0])}`"
-    else:
-        help = f"{kind}s: {', '.join(reg.names())}; `scoreaudit describe NAME` documents each"
-    notes = [f"`{name}` is {a(elsewhere[0])} plugin, not {a(kind)}"] if elsewhere and guess else []
-    code = "E0205" if kind == "statistic" else "E0202"
-    st.sink.emit(code, call.func, f"unknown {kind} `{name}` in {what}", help, notes=notes)
-    return None
 
 
 def plugin_call(bound: Bound) -> ir.PluginCall:
@@ -534,8 +512,6 @@ def selections_pass(module: ast.Module, st: State) -> None:
 
 
 def hypotheses_pass(module: ast.Module, st: State) -> None:
-    from scoreaudit.compiler.hypotheses import lower_hypothesis
-
     for d in _first(module, st, ast.HypothesisDecl):
         h = lower_hypothesis(d, st)
         if h is not None:

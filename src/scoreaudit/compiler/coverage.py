@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence
 
+from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, CellIR, StatCallIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
@@ -218,10 +219,6 @@ def _files(tables: ProvidedTables, kind: str, arm: str, name: str) -> list[str]:
     return sorted({str(f) for f in sel["file"] if f is not None})
 
 
-def _dk(d: float) -> float:
-    return round(float(d), 9)
-
-
 def missing_cells(ir: AuditIR, manifests: Mapping[str, Sequence[str]], tables: ProvidedTables | None,
                   kind: str = "scores") -> list[MissingCell]:
     """Cells the audit reads that table-provided (arm, name)s lack, sorted as in spec/bundle.md.
@@ -235,21 +232,21 @@ def missing_cells(ir: AuditIR, manifests: Mapping[str, Sequence[str]], tables: P
     needs = score_needs(ir) if kind == "scores" else measure_needs(ir)
     given = provided(tables)[kind]
     df = _frame(tables, kind)
-    identities = sorted((name, _dk(op.identity)) for name, op in ir.operators.items())
+    identities = sorted((name, dose_key(op.identity)) for name, op in ir.operators.items())
     out: list[MissingCell] = []
     for (arm, name), need in sorted(needs.items()):
         if (arm, name) not in given or arm not in manifests:
             continue
         sel = df[(df["arm"] == arm) & (df["name"] == name)]
-        present = set(zip(sel["image_id"], sel["operator"], (_dk(d) for d in sel["dose"])))
+        present = set(zip(sel["image_id"], sel["operator"], (dose_key(d) for d in sel["dose"])))
 
         def has(image_id: str, operator: str, dose: float) -> bool:
-            if (image_id, operator, _dk(dose)) in present:
+            if (image_id, operator, dose_key(dose)) in present:
                 return True
             if operator == ORIGINAL:
                 return any((image_id, o, d) in present for o, d in identities)
             op = ir.operators.get(operator)
-            return op is not None and _dk(op.identity) == _dk(dose) and (image_id, ORIGINAL, 0.0) in present
+            return op is not None and dose_key(op.identity) == dose_key(dose) and (image_id, ORIGINAL, 0.0) in present
 
         for image_id in manifests[arm]:
             for (operator, dose) in sorted(need):

@@ -12,13 +12,50 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from scoreaudit.grammar import ast
 from scoreaudit.compiler.resolve import Sink
 from scoreaudit.compiler.values import text
 from scoreaudit.registry import PluginEntry
 
 MAX_DOSES = 1000
-_ROUND = 9  # decimals: 0.1 + 0.2 and 0.3 are one dose
+#: Two doses are one dose when they agree to this many decimals (0.1 + 0.2 and 0.3 are one dose).
+DOSE_DECIMALS = 9
+_SCALE = 10.0 ** DOSE_DECIMALS
+_HUGE = 1e15  # beyond this a float has no 9th decimal (and d·10⁹ may overflow): the key is the dose itself
+
+
+def dose_key(d: float) -> float:
+    """The canonical value of a dose: equal doses have equal keys (use it for `==`, sets and dict keys).
+
+    Computed as numpy rounds (`rint(d·10⁹)/10⁹`, ties to even), so a key made
+    here equals one `dose_keys` makes from a table column.
+    """
+    d = float(d)
+    if not abs(d) < _HUGE:  # also NaN and ±inf
+        return d
+    return round(d * _SCALE) / _SCALE
+
+
+def dose_keys(values) -> np.ndarray:
+    """`dose_key` of every value of an array, list or table column (float64)."""
+    v = np.asarray(values, dtype=np.float64)
+    small = np.abs(v) < _HUGE
+    if small.all():
+        return np.round(v, DOSE_DECIMALS)
+    out = v.copy()
+    out[small] = np.round(v[small], DOSE_DECIMALS)
+    return out
+
+
+def same_dose(a: float, b: float) -> bool:
+    return dose_key(a) == dose_key(b)
+
+
+def is_dose(values, d: float) -> np.ndarray:
+    """Boolean mask: which of `values` are the dose `d`."""
+    return dose_keys(values) == dose_key(d)
 
 
 def _fmt(x: float) -> str:
@@ -35,7 +72,7 @@ class DoseSet:
 def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float, object]]]:
     """(value, node) pairs in written order; None after an error."""
     if isinstance(doses, ast.DoseList):
-        return [(round(float(n.value), _ROUND), n) for n in doses.values]
+        return [(dose_key(n.value), n) for n in doses.values]
     start, stop, step = float(doses.start.value), float(doses.stop.value), float(doses.step.value)
     if step <= 0:
         sink.emit("E0402", doses.step, f"the step of the dose range of {what} must be positive, not {doses.step.text}",
@@ -50,7 +87,7 @@ def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float
         sink.emit("E0402", doses, f"the dose range of {what} has {count} doses; at most {MAX_DOSES} are allowed",
                   "use a larger step")
         return None
-    return [(round(start + k * step, _ROUND), doses) for k in range(count)]
+    return [(dose_key(start + k * step), doses) for k in range(count)]
 
 
 def check_doses(values: list[tuple[float, object]], entry: PluginEntry, sink: Sink, what: str,
@@ -90,7 +127,7 @@ def check_doses(values: list[tuple[float, object]], entry: PluginEntry, sink: Si
 
 def is_symmetric(doses: list[float] | tuple[float, ...], identity: float) -> bool:
     """Every dose d has its mirror 2·identity − d, and there is at least one pair."""
-    s = {round(d, _ROUND) for d in doses}
-    if not any(d != identity for d in s):
+    s = {dose_key(d) for d in doses}
+    if not any(d != dose_key(identity) for d in s):
         return False
-    return all(round(2 * identity - d, _ROUND) in s for d in s)
+    return all(dose_key(2 * identity - d) in s for d in s)

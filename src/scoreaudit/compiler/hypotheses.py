@@ -15,8 +15,11 @@ from typing import Any, Optional
 
 from scoreaudit import registry
 from scoreaudit.compiler import ir
+from scoreaudit.compiler.comparisons import check_arm, check_combination
+from scoreaudit.compiler.doses import dose_key
 from scoreaudit.grammar import ast
 from scoreaudit.compiler.params import Bound, bind, fields_of
+from scoreaudit.compiler.resolve import plugin_entry
 from scoreaudit.compiler.values import text
 from scoreaudit.diagnostics import did_you_mean
 
@@ -53,8 +56,6 @@ def _has_stat_field(entry: registry.PluginEntry) -> Optional[str]:
 
 
 def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lowered], bool]:
-    from scoreaudit.compiler.check import plugin_entry
-
     sink = st.sink
     entry = plugin_entry(call, "statistic", st, "a hypothesis")
     if entry is None:
@@ -83,8 +84,6 @@ def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lower
     stat = ir.StatCallIR(name=entry.name, version=entry.version, params=params,
                          inner=inner.ir if inner is not None else None)
     low = Lowered(entry=entry, bound=bound, ir=stat, inner=inner, extra=extra or None)
-    from scoreaudit.compiler.comparisons import check_combination
-
     if not check_combination(low, sink):
         return None, False
     return low, True
@@ -177,7 +176,7 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
     if "symmetric" in needs:
         op = st.operators.get(params.get("operator"))
         if op is not None and not op.symmetric:
-            missing = sorted({round(2 * op.identity - d, 9) for d in op.doses} - set(op.doses))
+            missing = sorted({dose_key(2 * op.identity - d) for d in op.doses} - set(op.doses))
             lo, hi = _dose_range(op)
             possible = [d for d in missing if lo <= d <= hi]  # never suggest a dose the operator refuses
             if possible:
@@ -227,8 +226,6 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
                       f"add `cluster: COLUMN` to arm `{arm_name}`, or select among dose variants with "
                       f"`best_of {sel.n} under OPERATOR by {sel.measure}`")
             ok = False
-    from scoreaudit.compiler.comparisons import check_arm
-
     ok = check_arm(low, arm_name, arm_node, st) and ok
     for nested in [low.inner, *(low.extra or {}).values()]:
         if nested is not None:
@@ -287,11 +284,7 @@ def _stat_call(expr: Any) -> ast.Call:
 
 
 def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> Optional[list[ir.CellIR]]:
-    from scoreaudit.compiler.comparisons import comparison_of, lower_comparison_claim
-
-    comp = comparison_of(claim.expr)
-    if comp is not None:  # difference(a, b) / ratio(a, b) of two readings
-        return lower_comparison_claim(h, k, claim, comp, st, multi)
+    """The cells of a claim that compares a statistic with a number (or is one: `transfers(...)`)."""
     sink = st.sink
     before = sink.error_count()
     low, ok = lower_stat(_stat_call(claim.expr), st)
@@ -366,26 +359,6 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
             cells.append(ir.CellIR(id=f"{prefix}/{s}/{where}", hypothesis=h.name.name, claim=k, scorer=s,
                                    arm=arm, arms=arms, statistic=low.ir, test=test, axis=axis))
     return cells
-
-
-def lower_hypothesis(h: ast.HypothesisDecl, st) -> Optional[ir.HypothesisIR]:
-    if not h.claims:
-        st.sink.emit("E0611", h, f"hypothesis `{h.name.name}` has no claim",
-                     "add a claim, e.g. `fidelity_index(light) > 0 on real for each scorer`")
-        return None
-    cells: list[ir.CellIR] = []
-    ok = True
-    multi = len(h.claims) > 1
-    for k, claim in enumerate(h.claims):
-        got = lower_claim(h, k, claim, st, multi)
-        if got is None:
-            ok = False
-        else:
-            cells.extend(got)
-    if not ok:
-        return None
-    return ir.HypothesisIR(name=h.name.name, title=h.title.value,
-                           text="\n".join(text(c) for c in h.claims), cells=tuple(cells))
 
 
 def _resolve_listed(idents, kind: str, where: str, st, sink) -> dict[str, Any]:

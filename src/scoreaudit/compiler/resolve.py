@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from scoreaudit import registry
 from scoreaudit.grammar import ast
 from scoreaudit.compiler.values import span_of
 from scoreaudit.diagnostics import Diagnostic, Span, did_you_mean
@@ -129,3 +130,28 @@ class Decls:
 
 def _decl_keyword(ref_kind: str) -> str:
     return {"selection": "select"}.get(ref_kind, ref_kind)
+
+
+_DECL_KEYWORD = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
+                 "covariate": "covariate", "operator": "operator", "statistic": "a hypothesis",
+                 "section": "report"}
+
+
+def plugin_entry(call: ast.Call, kind: str, st: Any, what: str) -> registry.PluginEntry | None:
+    """The registry entry `call.func` names in registry `kind`, or None after E0202 (`st.sink` gets it)."""
+    reg = registry.REGISTRIES[kind]
+    name = call.func.name
+    if name in reg:
+        return reg.get(name)
+    elsewhere = [k for k, r in registry.REGISTRIES.items() if name in r and k != kind]
+    guess = did_you_mean(name, reg.names())
+    if guess:
+        help = f"did you mean '{guess}'?"
+    elif elsewhere:
+        help = f"`{name}` is {a(elsewhere[0])}: declare it with `{_DECL_KEYWORD.get(elsewhere[0], elsewhere[0])}`"
+    else:
+        help = f"{kind}s: {', '.join(reg.names())}; `scoreaudit describe NAME` documents each"
+    notes = [f"`{name}` is {a(elsewhere[0])} plugin, not {a(kind)}"] if elsewhere and guess else []
+    code = "E0205" if kind == "statistic" else "E0202"
+    st.sink.emit(code, call.func, f"unknown {kind} `{name}` in {what}", help, notes=notes)
+    return None

@@ -25,6 +25,7 @@ from typing import Annotated, Callable, Literal, Optional, Sequence
 
 import numpy as np
 
+from scoreaudit.compiler.doses import same_dose
 from scoreaudit.plugins.base import OperatorOutput
 from scoreaudit.registry import Params, Ref, operators
 
@@ -36,10 +37,6 @@ def _region(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     if mask is None:
         return np.ones(image.shape[:2], bool)
     return np.asarray(mask, dtype=bool)
-
-
-def _is_identity(dose: float, identity: float) -> bool:
-    return math.isclose(float(dose), identity, rel_tol=0.0, abs_tol=1e-12)
 
 
 def _paste(image: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarray:
@@ -57,7 +54,7 @@ def _lab_sweep(image: np.ndarray, mask: np.ndarray | None, doses: Sequence[float
     lab = None
     outputs = []
     for dose in doses:
-        if _is_identity(dose, identity) or not region.any():
+        if same_dose(dose, identity) or not region.any():
             outputs.append(OperatorOutput(image, {"gamut_clip": 0.0}))
             continue
         if lab is None:
@@ -126,7 +123,7 @@ class GaussianBlur:
         if region.any():
             ys, xs = np.nonzero(region.any(axis=1))[0], np.nonzero(region.any(axis=0))[0]
         for dose in doses:
-            if _is_identity(dose, self.identity) or not region.any():
+            if same_dose(dose, self.identity) or not region.any():
                 outputs.append(OperatorOutput(image, {}))
                 continue
             # Blur only the region's bounding box plus the kernel radius: same pixels, less work.
@@ -234,7 +231,7 @@ class Noise:
         field = None
         outputs = []
         for dose in doses:
-            if _is_identity(dose, self.identity) or not region.any():
+            if same_dose(dose, self.identity) or not region.any():
                 outputs.append(OperatorOutput(image, {}))
                 continue
             if field is None:
@@ -318,7 +315,7 @@ class TorsoWarp:
         region = _region(image, mask)
         outputs = []
         for dose in doses:
-            if _is_identity(dose, self.identity) or not region.any():
+            if same_dose(dose, self.identity) or not region.any():
                 outputs.append(OperatorOutput(image, {"deformation": 0.0, "width_ratio": 1.0}))
                 continue
             map_x, map_y = self.maps(region, float(dose))

@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from scoreaudit.reports import fmt
 from scoreaudit.reports.context import BundleError, ReportContext
-from scoreaudit.reports.sections import load as load_sections
+from scoreaudit.reports.sections.builtin import load as load_sections
 
 PDF_INSTALL_HINT = ("PDF output needs WeasyPrint: install it with `pip install 'scoreaudit[pdf]'` "
                     "(on Debian/Ubuntu also `apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0`). "

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only
+from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import ArmIR, AuditIR
 from scoreaudit.diagnostics import DiagnosticError, has_errors
 from scoreaudit.registry import REGISTRIES, load_plugins
@@ -262,10 +263,10 @@ class ArmRunner:
 
 
 def _table_values(ir: AuditIR, arm: str, pre: TableSet) -> dict[tuple[str, str, float, str], float]:
-    """(image_id, operator, dose rounded to 1e-9, measure) → the table's value, for one arm."""
+    """(image_id, operator, dose key, measure) → the table's value, for one arm."""
     df = precomputed_measures(ir, arm, None, pre)
-    return {(i, o, round(float(d), 9), n): float(v)
-            for i, o, d, n, v in zip(df["image_id"], df["operator"], df["dose"], df["name"], df["value"])}
+    return {(i, o, d, n): float(v)
+            for i, o, d, n, v in zip(df["image_id"], df["operator"], dose_keys(df["dose"]).tolist(), df["name"], df["value"])}
 
 
 def _arm_plan(ir: AuditIR, arm: str, slots: dict[str, ScorerSlot], specs: list[MeasureSpec],

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import ArmIR, OperatorIR
 from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.runtime.images import ImageRecord
@@ -201,7 +202,7 @@ class OperatorSteps:
         return out
 
     def _table(self, img: Img, dose: float, name: str) -> float:
-        return self.table_values.get((img.record.image_id, self.op.name, round(float(dose), 9), name), float("nan"))
+        return self.table_values.get((img.record.image_id, self.op.name, dose_key(dose), name), float("nan"))
 
     def _sweep_for_scores(self, arm, imgs, requests, pixels, recorded) -> set[int]:
         """Re-create the pixels of variants whose scores are missing (their recipe was cached).

@@ -50,6 +50,7 @@ import pandas as pd
 
 from scoreaudit.compiler.coverage import (  # noqa: F401  (re-exported)
     ProvidedTables, declared_tables, dose_text, provided, uses_precomputed)
+from scoreaudit.compiler.doses import dose_key, dose_keys, is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 from scoreaudit.runtime.tablefile import inside as _inside
@@ -267,7 +268,7 @@ class _Reader:
             self.exclude(arm, image_id, no, f"the {k.noun} {problem} for {_subject(k, name, operator, dose)}; "
                                             f"fix the value or remove the row (the image is left out "
                                             f"wherever this {k.noun} is needed)")
-        self.keyed.setdefault((arm, image_id, operator, round(float(dose), 9), name), []).append(
+        self.keyed.setdefault((arm, image_id, operator, dose_key(dose), name), []).append(
             (no, value, float(dose)))
 
     def frame(self) -> pd.DataFrame:
@@ -508,7 +509,7 @@ def _match(ir: AuditIR, kind: str, df: pd.DataFrame, manifests: Mapping[str, Seq
                               []).append(i)
             continue
         doses = np.asarray(ir.operators[op].doses, float)
-        hit = np.flatnonzero(np.isclose(doses, dose[i], rtol=1e-9, atol=1e-9))
+        hit = np.flatnonzero(is_dose(doses, dose[i]))
         if not len(hit):
             op_bad.setdefault(f"operator '{op}' has no dose {dose_text(dose[i])} "
                               f"(its doses: {', '.join(dose_text(d) for d in doses)})", []).append(i)
@@ -547,10 +548,10 @@ def combine(tables: Sequence[LongTable]) -> TableSet:
         parts = [t.frame for t in tables if t.kind == kind and len(t.frame)]
         df = pd.concat(parts, ignore_index=True) if parts else empty_frame()
         key = ["arm", "image_id", "operator", "dose", "name"]
-        dup = df.assign(_d=df["dose"].round(9)).duplicated(key[:3] + ["_d", "name"], keep=False).to_numpy()
+        dup = df.assign(_d=dose_keys(df["dose"])).duplicated(key[:3] + ["_d", "name"], keep=False).to_numpy()
         if dup.any():
             df = df.copy()
-            for _, g in df[dup].assign(_d=df["dose"].round(9)).groupby(key[:3] + ["_d", "name"], sort=True):
+            for _, g in df[dup].assign(_d=dose_keys(df.loc[dup, "dose"])).groupby(key[:3] + ["_d", "name"], sort=True):
                 where = " and ".join(f"{f} row {r}" for f, r in zip(g["file"], g["row"]))
                 r0 = g.iloc[0]
                 excl.append(Exclusion(r0["arm"], r0["image_id"], int(r0["row"]), k.stage,
@@ -558,7 +559,7 @@ def combine(tables: Sequence[LongTable]) -> TableSet:
                                       f"{_subject(k, r0['name'], r0['operator'], r0['dose'])}; neither is used: "
                                       "keep it in one table"))
             df.loc[dup, "value"] = np.nan
-            df = df.assign(_d=df["dose"].round(9)).drop_duplicates(key[:3] + ["_d", "name"]).drop(columns="_d")
+            df = df.assign(_d=dose_keys(df["dose"])).drop_duplicates(key[:3] + ["_d", "name"]).drop(columns="_d")
         frames[kind] = df.reset_index(drop=True)
     return TableSet(tuple(tables), frames["scores"], frames["measures"], tuple(excl), tuple(diags))
 
@@ -578,9 +579,9 @@ def _fill_identity(ir: AuditIR, df: pd.DataFrame, names_fill: set[str], images_a
     """
     if not images_arm or not ir.operators or not len(df):
         return df
-    have = set(zip(df["image_id"], df["operator"], df["dose"].round(9), df["name"]))
-    value = {(i, o, round(d, 9), n): v for i, o, d, n, v in zip(df["image_id"], df["operator"], df["dose"],
-                                                                  df["name"], df["value"])}
+    keys = list(zip(df["image_id"], df["operator"], dose_keys(df["dose"]).tolist(), df["name"]))
+    have = set(keys)
+    value = dict(zip(keys, df["value"]))
     add = []
     for (image_id, name) in sorted(set(zip(df["image_id"], df["name"]))):
         if name not in names_fill:
@@ -589,7 +590,7 @@ def _fill_identity(ir: AuditIR, df: pd.DataFrame, names_fill: set[str], images_a
         if orig not in have:
             for op_name in sorted(ir.operators):
                 ident = ir.operators[op_name].identity
-                k = (image_id, op_name, round(ident, 9), name)
+                k = (image_id, op_name, dose_key(ident), name)
                 if k in have:
                     add.append({"image_id": image_id, "operator": ORIGINAL, "dose": 0.0, "name": name,
                                 "value": value[k]})
@@ -597,7 +598,7 @@ def _fill_identity(ir: AuditIR, df: pd.DataFrame, names_fill: set[str], images_a
                     break
         if orig in value:
             for op_name, op in ir.operators.items():
-                k = (image_id, op_name, round(op.identity, 9), name)
+                k = (image_id, op_name, dose_key(op.identity), name)
                 if k not in have:
                     add.append({"image_id": image_id, "operator": op_name, "dose": float(op.identity),
                                 "name": name, "value": value[orig]})
@@ -621,10 +622,7 @@ def _arm_rows(ir: AuditIR, kind: str, arm: str, image_ids: Iterable[str] | None,
     if arm_ir is not None and arm_ir.source == "images":
         for name, op in ir.operators.items():
             sel = df["operator"].eq(name)
-            hit = np.zeros(len(df), bool)
-            d = df["dose"].to_numpy(float)
-            for x in op.doses:
-                hit |= np.isclose(d, x, rtol=1e-9, atol=1e-9)
+            hit = np.isin(dose_keys(df["dose"]), [dose_key(x) for x in op.doses])
             ok_op |= sel & hit
     return df[ok_op.to_numpy()].copy()
 

@@ -55,6 +55,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from scoreaudit.compiler.doses import is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, StatCallIR
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, weighted_ratio
 from scoreaudit.stats.estimate import ESTIMATORS, Estimate
@@ -219,7 +220,7 @@ class StatContext:
                 parts = []
                 for name in sorted(self.ir.operators):
                     op = self.ir.operators[name]
-                    parts.append(t[(t["operator"] == name) & (t["dose"] == op.identity)])
+                    parts.append(t[(t["operator"] == name) & is_dose(t["dose"], op.identity)])
                 rows = pd.concat(parts) if parts else t
             s = rows.groupby("image_id")["score"].first() if len(rows) else pd.Series(dtype=float)
             self._cache[key] = s.reindex(a.image_ids).to_numpy(dtype=float)
@@ -332,7 +333,7 @@ def _call_key(call: StatCallIR) -> str:
 
 
 def _dose_index(doses: np.ndarray, d: float) -> int | None:
-    hit = np.flatnonzero(np.isclose(doses, d, rtol=0, atol=1e-9))
+    hit = np.flatnonzero(is_dose(doses, d))
     return int(hit[0]) if len(hit) else None
 
 

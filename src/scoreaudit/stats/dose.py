@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.bootstrap import percentile_ci
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index, ci_contains
@@ -17,7 +18,7 @@ def even_odd(ctx: StatContext, arm, scorer: str, operator: str) -> tuple[np.ndar
     """
     op = ctx.operator(operator)
     doses, D = ctx.deltas(arm, scorer, operator)
-    offsets = sorted({round(float(d - op.identity), 9) for d in doses if d > op.identity + 1e-9})
+    offsets = sorted({dose_key(d - op.identity) for d in doses if dose_key(d) > dose_key(op.identity)})
     pairs = []
     for t in offsets:
         jp, jm = _dose_index(doses, op.identity + t), _dose_index(doses, op.identity - t)

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from scoreaudit.compiler.doses import is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.stats.bootstrap import stable_hash
 
@@ -96,7 +97,7 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
                     M = np.repeat(base[:, None], len(doses), 1)
                 else:
                     M = base[:, None] + model.slope * (doses - op.identity)[None, :] + rng.normal(0, model.noise, (n, len(doses)))
-                    M[:, np.isclose(doses, op.identity)] = base[:, None]
+                    M[:, is_dose(doses, op.identity)] = base[:, None]
                 mvals[(oname, m)] = M
                 measures.append(_long(arm_name, ids, oname, doses, m, "measure", M))
             for c, mi in sorted(ir.measures.items()):
@@ -105,7 +106,7 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
                                           np.repeat((model.cov_scale * u**2)[None, :], n, 0)))
             leak = 0.0 if op.pixel_local else model.geometric_leakage
             measures.append(_long(arm_name, ids, oname, doses, "leakage", "builtin",
-                                  np.repeat(np.where(np.isclose(doses, op.identity), 0.0, leak)[None, :], n, 0)))
+                                  np.repeat(np.where(is_dose(doses, op.identity), 0.0, leak)[None, :], n, 0)))
         for m, base in m0.items():
             measures.append(_long(arm_name, ids, ORIGINAL, np.array([0.0]), m, "measure", base[:, None]))
         # scores
@@ -134,9 +135,9 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
                 slope_by = p0.get("slope_by")
                 if slope_by and (oname, slope_by) in mvals:
                     M = mvals[(oname, slope_by)]
-                    j0 = np.flatnonzero(np.isclose(doses, op.identity))
+                    j0 = np.flatnonzero(is_dose(doses, op.identity))
                     S = S + P["slope"][:, None] * (M - M[:, j0])
-                S[:, np.isclose(doses, op.identity)] = s0[:, None]
+                S[:, is_dose(doses, op.identity)] = s0[:, None]
                 scores.append(_long(arm_name, ids, oname, doses, sname, None, S, score=True))
     sc = _concat(scores, ["arm", "image_id", "operator", "dose", "scorer"] if sort else [])
     me = _concat(measures, ["arm", "image_id", "operator", "dose", "name"] if sort else [])

@@ -21,6 +21,7 @@ from math import comb
 import numpy as np
 import pandas as pd
 
+from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import ORIGINAL, StatCallIR
 from scoreaudit.stats.bootstrap import percentile_ci, weighted_ratio
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index
@@ -94,8 +95,8 @@ def _original_measure(ctx: StatContext, a: ArmData, name: str) -> np.ndarray:
     t = t[(t["arm"] == a.name) & (t["name"] == name)] if len(t) else t
     rows = t[t["operator"] == ORIGINAL] if len(t) else t
     if not len(rows) and len(t):
-        ident = {k: op.identity for k, op in ctx.ir.operators.items()}
-        rows = t[t.apply(lambda r: np.isclose(r["dose"], ident.get(r["operator"], np.nan)), axis=1)]
+        ident = t["operator"].map({k: op.identity for k, op in ctx.ir.operators.items()})
+        rows = t[dose_keys(t["dose"]) == dose_keys(ident)]
     v = rows.groupby("image_id")["value"].first() if len(rows) else pd.Series(dtype=float)
     return v.reindex(a.image_ids).to_numpy(dtype=float)
 

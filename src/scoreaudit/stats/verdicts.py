@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreaudit.compiler.doses import is_dose
 from scoreaudit.stats.context import StatContext
 
 
@@ -47,7 +48,7 @@ def _leakage(ctx: StatContext, operator: str) -> float:
     if not len(t):
         return float("nan")
     op = ctx.operator(operator)
-    rows = t[(t["name"] == "leakage") & (t["operator"] == operator) & ~np.isclose(t["dose"], op.identity)]
+    rows = t[(t["name"] == "leakage") & (t["operator"] == operator) & ~is_dose(t["dose"], op.identity)]
     v = rows["value"].to_numpy(dtype=float)
     v = v[np.isfinite(v)]
     return float(v.mean()) if len(v) else float("nan")

@@ -4,6 +4,8 @@ A builder takes the `ReportContext` and returns the template's data (a dict),
 or None when the audit has nothing for that section (it is then left out and
 listed under "not part of this audit"). Sections render in ascending `order`;
 third-party sections register the same way and pick an order between ours.
+`builtin.load()` imports ours (this package imports none of its sections, so
+they can import `section` from it).
 """
 
 from __future__ import annotations
@@ -19,11 +21,3 @@ def section(name: str, *, order: int, title: str, first_screen: bool = False) ->
     """Register `fn` as the builder of section `name` (template `sections/NAME.html.j2`)."""
     return _registry.register(name, version="1", order=order, title=title, first_screen=first_screen,
                               template=f"sections/{name}.html.j2")
-
-
-def load() -> list:
-    """Import the built-in section modules; return every section entry in declared order."""
-    from scoreaudit.reports.sections import (  # noqa: F401  (imports register)
-        appendix, comparisons, cross_image, dose_response, exclusions, first_screen, populations, selection, validity)
-
-    return sorted(_registry, key=lambda e: (e.meta.get("order", 1000), e.name))
