@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install scoreaudit into it. Usage: scripts/bootstrap.sh [core|test]
-#   core: the package with the PDF extra (enough for the demo)
+#   core: the package with the PDF and demo extras (enough for `make demo`)
 #   test: also the test tools, the models extra (torch from this machine's local wheels), the lsp extra,
 #         and the Debian packages the report tests use (poppler-utils, chromium).
 set -euo pipefail
@@ -30,7 +30,7 @@ fi
 if [ "$what" = test ]; then
   # torch first, pinned to the wheels on this machine's disk (no CUDA download).
   .venv/bin/pip install -q torch==2.14.1 torchvision==0.29.1
-  .venv/bin/pip install -q -e '.[pdf,test,models,lsp]'
+  .venv/bin/pip install -q -e '.[pdf,demo,test,models,lsp]'
 else
-  .venv/bin/pip install -q -e '.[pdf]'
+  .venv/bin/pip install -q -e '.[pdf,demo]'
 fi
