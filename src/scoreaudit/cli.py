@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from scoreaudit import api
+from scoreaudit import api, version
 from scoreaudit.diagnostics import DiagnosticError, render_all, to_json
 from scoreaudit.exitcodes import Exit, epilog
 
@@ -222,7 +222,7 @@ def cmd_lsp(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="scoreaudit", description="Audit image aesthetic / preference scorers.",
                                 epilog=epilog(), formatter_class=_Formatter)
-    p.add_argument("--version", action="version", version=f"scoreaudit {_version()}",
+    p.add_argument("--version", action="version", version=f"scoreaudit {version()}",
                    help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -306,15 +306,6 @@ def build_parser() -> argparse.ArgumentParser:
     s = command("lsp", "language server for editors, over stdin/stdout (the lsp extra)")
     s.set_defaults(func=cmd_lsp)
     return p
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("scoreaudit")
-    except Exception:  # pragma: no cover
-        return "0+unknown"
 
 
 def _dispatch(args) -> int:

@@ -20,6 +20,7 @@ from lsprotocol import types as t
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
+from scoreaudit import version
 from scoreaudit.diagnostics import Diagnostic
 from scoreaudit.lsp import features
 from scoreaudit.lsp.positions import Lines
@@ -45,9 +46,7 @@ def uri_to_path(uri: str) -> str:
 
 class AuditServer(LanguageServer):
     def __init__(self) -> None:
-        from scoreaudit.cli import _version
-
-        super().__init__("scoreaudit", _version(), text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
+        super().__init__("scoreaudit", version(), text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
         self.debounce_ms = DEFAULT_DEBOUNCE_MS
         self.docs: dict[str, features.Document] = {}
         self.pending: dict[str, asyncio.Task] = {}
