@@ -34,6 +34,11 @@ Entry points (the facade and the executor call these; see spec/precomputed.md):
 
 Row numbers are 1-based: the data row of a CSV (header = row 0), the record's
 position in a JSON list, the line of a JSON-lines file, the row of a parquet file.
+
+Large tables: CSV/TSV and parquet tables are validated a column at a time with
+polars (`_clean_rows`); only rows with something to say go through the
+row-by-row `_Reader`, which words every problem. Joins with the manifest and
+the audit's declarations are vectorized too (bench/tables.py measures both ways).
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 from scoreaudit.runtime.tablefile import inside as _inside
 from scoreaudit.runtime.images import Exclusion
-from scoreaudit.runtime.tablefile import TEXT, Records, TableError, _text, read_frame, read_records  # noqa: F401
+from scoreaudit.runtime.tablefile import (COLUMNAR, FORMATS, TEXT, Columns, Records, TableError, _text,  # noqa: F401
+                                          read_columns, read_frame, read_records)
 
 SIDES = ("preferred", "other")
 BUILTIN_MEASURES = ("leakage",)  # measures the runtime writes for every (image, operator, dose)
@@ -271,28 +277,42 @@ class _Reader:
         self.keyed.setdefault((arm, image_id, operator, dose_key(dose), name), []).append(
             (no, value, float(dose)))
 
-    def frame(self) -> pd.DataFrame:
-        recs = []
-        for (arm, image_id, operator, _, name), hits in self.keyed.items():
-            rows = [h[0] for h in hits]
-            value = hits[0][1]
-            if len(hits) > 1:
-                self.exclude(arm, image_id, rows[0],
-                             f"duplicate key: each gives the {self.kind.noun} of image {image_id} for "
-                             f"{_subject(self.kind, name, operator, hits[0][2])}; none of them is used: "
-                             "keep one row", where=_rows_text(rows))
-                value = None
-            recs.append({"arm": arm, "image_id": image_id, "operator": operator, "dose": hits[0][2],
-                         "name": name, "value": np.nan if value is None else value, "file": self.shown,
-                         "row": rows[0]})
-        return _as_frame(recs)
+    def frame(self, clean=None) -> pd.DataFrame:
+        """One row per key (first row's value; NaN and an exclusion when several rows give it).
+
+        `clean` (polars, from `_clean_rows`) holds further rows, already checked, that
+        join the rows `add` keyed; keys keep the order of their first row.
+        """
+        import polars as pl
+
+        keyed = pl.DataFrame(
+            [(no, a, i, o, name, v, d) for (a, i, o, _, name), hits in self.keyed.items() for no, v, d in hits],
+            schema={"row": pl.Int64, "arm": pl.String, "image_id": pl.String, "operator": pl.String,
+                    "name": pl.String, "value": pl.Float64, "dose": pl.Float64}, orient="row")
+        rows = keyed if clean is None else pl.concat([keyed, clean.select(keyed.columns)])
+        if not len(rows):
+            return empty_frame()
+        rows = rows.with_columns(_key=pl.Series(dose_keys(rows["dose"].to_numpy())))
+        groups = (rows.sort("row")
+                  .group_by(["arm", "image_id", "operator", "_key", "name"], maintain_order=True)
+                  .agg(pl.col("row"), pl.col("value").first(), pl.col("dose").first(), n=pl.len()))
+        for g in groups.filter(pl.col("n") > 1).iter_rows(named=True):
+            self.exclude(g["arm"], g["image_id"], g["row"][0],
+                         f"duplicate key: each gives the {self.kind.noun} of image {g['image_id']} for "
+                         f"{_subject(self.kind, g['name'], g['operator'], g['dose'])}; none of them is used: "
+                         "keep one row", where=_rows_text(g["row"]))
+        out = groups.select(
+            "arm", "image_id", "operator", "dose", "name",
+            value=pl.when(pl.col("n") > 1).then(None).otherwise(pl.col("value")).fill_null(float("nan")),
+            file=pl.lit(self.shown), row=pl.col("row").list.first())
+        return _as_frame(out.to_pandas())
 
 
-def _as_frame(recs: list[dict]) -> pd.DataFrame:
-    if not recs:
+def _as_frame(df: pd.DataFrame) -> pd.DataFrame:
+    if not len(df):
         return empty_frame()
-    df = pd.DataFrame.from_records(recs, columns=list(FRAME_COLUMNS))
-    return df.astype({"dose": float, "value": float, "row": "int64"})
+    return df[list(FRAME_COLUMNS)].astype({"arm": TEXT, "image_id": TEXT, "operator": TEXT, "name": TEXT,
+                                           "file": TEXT, "dose": float, "value": float, "row": "int64"})
 
 
 def _missing_column(kind: Kind, shown: str, role: str, names: Sequence[str], available: Sequence[str],
@@ -340,13 +360,14 @@ def read_long_table(path: str | Path, kind: str, *, spec_dir: str | Path = ".", 
         return fail("E0806", f"{kind} table {shown} ({where}) is outside the project folder",
                     "keep precomputed tables inside the spec's folder")
     try:
-        rec = read_records(full, shown)
+        rec = read_columns(full, shown) if FORMATS.get(full.suffix.lower()) in COLUMNAR else read_records(full, shown)
     except TableError as exc:
         return fail("E0801", f"cannot use {kind} table of {where}: {exc.message}", exc.help)
     cols = {"id": _find(rec.columns, ID_COLUMNS), "name": _find(rec.columns, k.name),
             "value": _find(rec.columns, k.value), "arm": _find(rec.columns, ("arm",)),
             "operator": _find(rec.columns, ("operator",)), "dose": _find(rec.columns, ("dose",)),
             "side": _find(rec.columns, ("side",))}
+    n_rows = len(rec.frame) if isinstance(rec, Columns) else len(rec.rows)
     diags = []
     for key, role, names in (("id", "the image id", ID_COLUMNS), ("name", f"the {k.thing} name", k.name),
                              ("value", f"the {k.noun}", k.value)):
@@ -356,19 +377,98 @@ def read_long_table(path: str | Path, kind: str, *, spec_dir: str | Path = ".", 
         diags.append(_missing_column(k, shown, "the arm of each row", ("arm",), rec.columns,
                                      f", or declare the table on its arm: `images(..., {kind}: \"{shown}\")`"))
     if cols["operator"] is not None and cols["dose"] is None:
-        altered = [no for no, r in rec.rows if (_text(r.get(cols["operator"]))[0] or ORIGINAL) != ORIGINAL]
+        ops = (rec.frame[cols["operator"]].to_list() if isinstance(rec, Columns)
+               else [r.get(cols["operator"]) for _, r in rec.rows])
+        altered = [no for no, op in enumerate(ops, start=1) if (_text(op)[0] or ORIGINAL) != ORIGINAL]
         if altered:
             diags.append(_missing_column(k, shown, f"the operator's dose; {_rows_text(altered[:3])}"
                                          f"{' and more' if len(altered) > 3 else ''} name an operator",
                                          ("dose",), rec.columns))
     if diags:
-        return LongTable(kind, shown, rec.sha256, arm, empty_frame(), diagnostics=tuple(diags), n_rows=len(rec.rows))
+        return LongTable(kind, shown, rec.sha256, arm, empty_frame(), diagnostics=tuple(diags), n_rows=n_rows)
     reader = _Reader(k, shown, arm, arms)
-    for no, raw in rec.rows:
-        reader.add(no, raw, cols)
-    frame = reader.frame()
+    if isinstance(rec, Columns):
+        clean, slow = _clean_rows(rec.frame, cols, arm, arms)
+        for no in slow:
+            reader.add(no, rec.row(no), cols)
+    else:
+        clean = None
+        for no, raw in rec.rows:
+            reader.add(no, raw, cols)
+    frame = reader.frame(clean)
     unused = tuple(Unused(why, tuple(rows), help) for (why, help), rows in reader.unused.items())
-    return LongTable(kind, shown, rec.sha256, arm, frame, tuple(reader.exclusions), (), unused, len(rec.rows))
+    return LongTable(kind, shown, rec.sha256, arm, frame, tuple(reader.exclusions), (), unused, n_rows)
+
+
+#: Cell text that `str.strip()` leaves alone (Python's and Unicode's whitespace, and \x1c-\x1f, at neither end).
+_BARE = r"^[^\s\x1c-\x1f](?:.*[^\s\x1c-\x1f])?$"
+#: Number text that Python's `float()` and polars read alike (anything else goes the row-by-row way).
+_PLAIN_NUMBER = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"
+
+
+def _clean_rows(frame, cols: Mapping[str, str | None], arm: str | None, arms: Sequence[str] | None):
+    """The rows `_Reader.add` would accept without a word, validated a column at a time (polars).
+
+    Returns (a polars frame of those rows with the keyed columns, the row numbers of all
+    others). The others go through `_Reader.add`, which words every problem; so this only
+    has to be sure of what it accepts: text with no whitespace to strip, numbers in the
+    plain notation both readers parse alike, finite values, known arms and sides.
+    """
+    import polars as pl
+
+    def text(col: str | None):
+        """(text or null, cell is plain): key cells as `_text` reads them."""
+        if col is None:
+            return pl.lit(None, dtype=pl.String), pl.lit(True)
+        c, dtype = pl.col(col), frame.schema[col]
+        if dtype == pl.String:
+            return (pl.when(c == "").then(None).otherwise(c),
+                    c.is_null() | (c == "") | c.str.contains(_BARE))
+        if dtype.is_integer():
+            return c.cast(pl.String), pl.lit(True)
+        if dtype == pl.Null:
+            return pl.lit(None, dtype=pl.String), pl.lit(True)
+        return pl.lit(None, dtype=pl.String), pl.lit(False)
+
+    def number(col: str | None):
+        """(value, cell is a plain finite number, cell is missing)."""
+        if col is None:
+            return pl.lit(None, dtype=pl.Float64), pl.lit(False), pl.lit(True)
+        c, dtype = pl.col(col), frame.schema[col]
+        if dtype == pl.String:
+            x = c.str.strip_chars().cast(pl.Float64, strict=False)
+            return x, c.str.contains(_PLAIN_NUMBER).fill_null(False) & x.is_finite(), c.is_null() | (c == "")
+        if dtype.is_numeric():
+            x = c.cast(pl.Float64)
+            return x, x.is_finite().fill_null(False), c.is_null()
+        if dtype == pl.Null:
+            return pl.lit(None, dtype=pl.Float64), pl.lit(False), pl.lit(True)
+        return pl.lit(None, dtype=pl.Float64), pl.lit(False), c.is_null()
+
+    (arm_t, arm_ok), (id_t, id_ok) = text(cols["arm"]), text(cols["id"])
+    (side_t, side_ok), (name_t, name_ok) = text(cols["side"]), text(cols["name"])
+    op_t, op_ok = text(cols["operator"])
+    dose_x, dose_ok, dose_missing = number(cols["dose"])
+    value_x, value_ok, _ = number(cols["value"])
+    if arm is not None:  # the arm's own table: no arm, or this one
+        arm_expr, arm_good = pl.lit(arm), arm_t.is_null() | (arm_t == arm)
+    else:
+        arm_expr = arm_t
+        arm_good = arm_t.is_not_null() & (arm_t.is_in(list(arms)) if arms is not None else pl.lit(True))
+    operator = op_t.fill_null(ORIGINAL)
+    original = operator == ORIGINAL
+    dose = pl.when(original & dose_missing).then(0.0).otherwise(dose_x)
+    good = (arm_ok & id_ok & side_ok & name_ok & op_ok & arm_good & id_t.is_not_null() & name_t.is_not_null()
+            & (side_t.is_null() | side_t.is_in(list(SIDES))) & value_ok
+            & pl.when(original).then(dose_missing | (dose_ok & (dose_x == 0.0))).otherwise(dose_ok))
+    image_id = pl.when(side_t.is_null()).then(id_t).otherwise(pl.concat_str([id_t, pl.lit(":"), side_t]))
+    checked = frame.select(
+        row=pl.int_range(1, pl.len() + 1, dtype=pl.Int64), good=good.fill_null(False),
+        arm=arm_expr.cast(pl.String), image_id=image_id, operator=operator, dose=dose.cast(pl.Float64),
+        name=name_t, value=value_x)
+    clean = checked.filter(pl.col("good")).drop("good")
+    slow = checked.filter(~pl.col("good"))["row"].to_list()
+    return clean, slow
 
 
 # --------------------------------------------------------------------------- every table of an audit
@@ -412,8 +512,8 @@ class TableSet:
             frames[kind] = df
             diags += report
             for arm, ids in manifests.items():
-                idset = set(ids)
-                reported |= {(arm, i) for i in before.loc[before["arm"] == arm, "image_id"] if i not in idset}
+                stray = before.loc[(before["arm"] == arm) & ~_isin(before["image_id"], ids), "image_id"]
+                reported |= {(arm, i) for i in stray.unique()}
         # An exclusion is about an image of the audit: one naming an id the manifest does not have
         # is reported with the W0801 rows instead (as a note when no W0801 names that id yet).
         keep, stray = [], {}
@@ -432,6 +532,15 @@ class TableSet:
                 ((f"... and {len(es) - ROW_EXAMPLES} more",) if len(es) > ROW_EXAMPLES else ())))
         return replace(self, scores=frames["scores"], measures=frames["measures"], exclusions=tuple(keep),
                        diagnostics=tuple(diags))
+
+
+def _isin(column: pd.Series, values: Iterable[str]) -> np.ndarray:
+    """`column.isin(values)` for a text column, as a boolean array (polars: pandas' text `isin` is
+    slow for large sets)."""
+    import polars as pl
+
+    return pl.Series(column.to_numpy(object), dtype=pl.String, strict=False).is_in(
+        pl.Series(list(values), dtype=pl.String, strict=False).implode()).fill_null(False).to_numpy()
 
 
 def _group_rows(df: pd.DataFrame) -> dict[str, list[int]]:
@@ -470,7 +579,7 @@ def _match(ir: AuditIR, kind: str, df: pd.DataFrame, manifests: Mapping[str, Seq
     # ids the manifest does not have
     for arm, ids in manifests.items():
         idset = set(ids)
-        mask = (df["arm"] == arm).to_numpy() & ~df["image_id"].isin(idset).to_numpy() & keep
+        mask = (df["arm"] == arm).to_numpy() & ~_isin(df["image_id"], idset) & keep
         if mask.any():
             bad = df[mask]
             sample = list(dict.fromkeys(bad["image_id"]))[:ROW_EXAMPLES]
@@ -484,7 +593,7 @@ def _match(ir: AuditIR, kind: str, df: pd.DataFrame, manifests: Mapping[str, Seq
             keep &= ~mask
     # names the audit does not declare
     declared = set(ir.scorers) if kind == "scores" else set(ir.measures) | set(BUILTIN_MEASURES)
-    mask = ~df["name"].isin(declared).to_numpy() & keep
+    mask = ~_isin(df["name"], declared) & keep
     if mask.any():
         names = sorted(set(df.loc[mask, "name"]))
         report += _warn("W0802", df[mask], f"{k.thing}{'s' if len(names) > 1 else ''} {', '.join(names)} "
@@ -492,29 +601,37 @@ def _match(ir: AuditIR, kind: str, df: pd.DataFrame, manifests: Mapping[str, Seq
                         f"declare the {k.thing} (e.g. `{'scorer' if kind == 'scores' else 'measure'} "
                         f"{names[0]} = ...`) to use these rows, or leave them: they are ignored")
         keep &= ~mask
-    # operators and doses
+    # operators and doses (snapped to the declared dose: 0.30000000000000004 is 0.3)
     dose = df["dose"].to_numpy(float).copy()
+    arm_col, op_col = df["arm"].to_numpy(object), df["operator"].to_numpy(object)
+    why = np.full(len(df), None, dtype=object)
+    altered = keep & (op_col != ORIGINAL)
+    pairs_arms = [a for a, arm_ir in ir.arms.items() if arm_ir.source == "pairs"]
+    on_pairs = altered & np.isin(arm_col, pairs_arms)
+    for a in dict.fromkeys(arm_col[on_pairs]):
+        why[on_pairs & (arm_col == a)] = f"pairs arm '{a}' has no operators"
+    altered &= ~on_pairs
+    undeclared = altered & ~np.isin(op_col, list(ir.operators))
+    for op in dict.fromkeys(op_col[undeclared]):
+        guess = did_you_mean(op, ir.operators)
+        why[undeclared & (op_col == op)] = (f"operator '{op}' is not declared"
+                                            + (f" (did you mean '{guess}'?)" if guess else ""))
+    keys = dose_keys(dose)
+    for name, op in ir.operators.items():
+        rows = np.flatnonzero(altered & (op_col == name))
+        if not len(rows):
+            continue
+        declared = np.asarray(op.doses, float)
+        snap = dict(zip(dose_keys(declared).tolist(), declared.tolist()))
+        hit = np.isin(keys[rows], list(snap))
+        dose[rows[hit]] = [snap[k] for k in keys[rows[hit]].tolist()]
+        its = ", ".join(dose_text(d) for d in declared)
+        for i in rows[~hit]:
+            why[i] = f"operator '{name}' has no dose {dose_text(dose[i])} (its doses: {its})"
+    bad = np.flatnonzero(why != None)  # noqa: E711  (elementwise)
     op_bad: dict[str, list[int]] = {}
-    for i in np.flatnonzero(keep):
-        arm, op = df["arm"].iat[i], df["operator"].iat[i]
-        if op == ORIGINAL:
-            continue
-        arm_ir = ir.arms.get(arm)
-        if arm_ir is not None and arm_ir.source == "pairs":
-            op_bad.setdefault(f"pairs arm '{arm}' has no operators", []).append(i)
-            continue
-        if op not in ir.operators:
-            guess = did_you_mean(op, ir.operators)
-            op_bad.setdefault(f"operator '{op}' is not declared" + (f" (did you mean '{guess}'?)" if guess else ""),
-                              []).append(i)
-            continue
-        doses = np.asarray(ir.operators[op].doses, float)
-        hit = np.flatnonzero(is_dose(doses, dose[i]))
-        if not len(hit):
-            op_bad.setdefault(f"operator '{op}' has no dose {dose_text(dose[i])} "
-                              f"(its doses: {', '.join(dose_text(d) for d in doses)})", []).append(i)
-            continue
-        dose[i] = doses[hit[0]]
+    for i in bad:  # grouped by reason, in the order of the reasons' first rows
+        op_bad.setdefault(why[i], []).append(int(i))
     for why, idx in op_bad.items():
         report += _warn("W0802", df.iloc[idx], why, "fix the operator or dose, or leave the rows: they are ignored")
         keep[idx] = False
@@ -579,32 +696,30 @@ def _fill_identity(ir: AuditIR, df: pd.DataFrame, names_fill: set[str], images_a
     """
     if not images_arm or not ir.operators or not len(df):
         return df
-    keys = list(zip(df["image_id"], df["operator"], dose_keys(df["dose"]).tolist(), df["name"]))
-    have = set(keys)
-    value = dict(zip(keys, df["value"]))
-    add = []
-    for (image_id, name) in sorted(set(zip(df["image_id"], df["name"]))):
-        if name not in names_fill:
-            continue
-        orig = (image_id, ORIGINAL, 0.0, name)
-        if orig not in have:
-            for op_name in sorted(ir.operators):
-                ident = ir.operators[op_name].identity
-                k = (image_id, op_name, dose_key(ident), name)
-                if k in have:
-                    add.append({"image_id": image_id, "operator": ORIGINAL, "dose": 0.0, "name": name,
-                                "value": value[k]})
-                    value[orig] = value[k]
-                    break
-        if orig in value:
-            for op_name, op in ir.operators.items():
-                k = (image_id, op_name, dose_key(op.identity), name)
-                if k not in have:
-                    add.append({"image_id": image_id, "operator": op_name, "dose": float(op.identity),
-                                "name": name, "value": value[orig]})
-    if not add:
+    import polars as pl
+
+    pair = ["image_id", "name"]
+    rows = (pl.from_pandas(df[["image_id", "operator", "dose", "name", "value"]])
+            .filter(pl.col("name").is_in(sorted(names_fill)))
+            .with_columns(key=pl.Series(dose_keys(df.loc[_isin(df["name"], names_fill), "dose"]))))
+    if not len(rows):
         return df
-    extra = pd.DataFrame(add).assign(arm=df["arm"].iat[0], file=None, row=None)
+    given = rows.filter(pl.col("operator") == ORIGINAL).select(*pair, "value").unique(pair, keep="first")
+    identity = {name: rows.filter((pl.col("operator") == name) & (pl.col("key") == dose_key(op.identity)))
+                          .select(*pair, "value") for name, op in ir.operators.items()}
+    # no original row: the first operator (by name) whose identity row exists gives it
+    first = (pl.concat([identity[name].with_columns(rank=pl.lit(i)) for i, name in enumerate(sorted(identity))])
+             .sort("rank").unique(pair, keep="first", maintain_order=True).drop("rank"))
+    made = first.join(given, on=pair, how="anti")
+    original = pl.concat([given, made])
+    add = [made.with_columns(operator=pl.lit(ORIGINAL), dose=pl.lit(0.0))]
+    for name, op in ir.operators.items():  # identity rows copied from the original
+        add.append(original.join(identity[name], on=pair, how="anti")
+                   .with_columns(operator=pl.lit(name), dose=pl.lit(float(op.identity))))
+    extra = pl.concat(add).select("image_id", "operator", "dose", "name", "value").to_pandas()
+    if not len(extra):
+        return df
+    extra = extra.assign(arm=df["arm"].iat[0], file=None, row=None)
     return pd.concat([df, extra[df.columns]], ignore_index=True)
 
 
@@ -614,9 +729,9 @@ def _arm_rows(ir: AuditIR, kind: str, arm: str, image_ids: Iterable[str] | None,
         return df
     df = df[df["arm"] == arm]
     if image_ids is not None:
-        df = df[df["image_id"].isin(set(image_ids))]
+        df = df[_isin(df["image_id"], image_ids)]
     declared = set(ir.scorers) if kind == "scores" else set(ir.measures) | set(BUILTIN_MEASURES)
-    df = df[df["name"].isin(declared)]
+    df = df[_isin(df["name"], declared)]
     ok_op = df["operator"].eq(ORIGINAL)
     arm_ir = ir.arms.get(arm)
     if arm_ir is not None and arm_ir.source == "images":

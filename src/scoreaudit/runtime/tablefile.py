@@ -65,14 +65,19 @@ def _columns_of(rows: Iterable[tuple[int, dict]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k for _, r in rows for k in r))
 
 
-def _read_delimited(data: bytes, sep: str) -> tuple[tuple[str, ...], list[tuple[int, dict]]]:
+def _delimited_frame(data: bytes, sep: str) -> pd.DataFrame:
     import io
 
     # Every cell as its text: "" is a missing value, "nan"/"inf" are kept for their own messages,
     # and ids like "007" keep their zeros.
     df = pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
                      encoding="utf-8-sig")
-    cols = tuple(str(c) for c in df.columns)
+    return df.rename(columns=str)
+
+
+def _read_delimited(data: bytes, sep: str) -> tuple[tuple[str, ...], list[tuple[int, dict]]]:
+    df = _delimited_frame(data, sep)
+    cols = tuple(df.columns)
     rows = [(i, dict(zip(cols, vals))) for i, vals in enumerate(df.itertuples(index=False, name=None), start=1)]
     return cols, rows
 
@@ -127,19 +132,74 @@ def _read_json(text: str, shown: str) -> list[tuple[int, dict]]:
     return rows
 
 
-def read_records(path: str | Path, shown: str | None = None) -> Records:
-    """Read any supported file as raw rows; raises `TableError` (message + help) when it cannot."""
-    path = Path(path)
-    shown = shown or str(path)
+def _bytes(path: Path, shown: str) -> tuple[str, bytes]:
+    """(format, contents) of a table file; `TableError` when the format or the file is not usable."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise TableError(f"{shown}: unsupported table format '{path.suffix or '(no extension)'}'", FORMAT_HELP)
     try:
-        data = path.read_bytes()
+        return fmt, path.read_bytes()
     except FileNotFoundError:
         raise TableError(f"{shown} not found", "check the path (it is relative to the spec's folder)") from None
     except OSError as exc:
         raise TableError(f"cannot read {shown} ({exc.strerror or exc})", "check the file's permissions") from None
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A CSV/TSV or parquet file as one polars frame (cells exactly as `read_records` gives them).
+
+    Row n of the file is frame row n - 1. For tables too large to read as
+    Python dicts: callers validate whole columns and visit single rows only
+    where something is wrong.
+    """
+
+    frame: "pl.DataFrame"
+    sha256: str
+    format: str
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.frame.columns)
+
+    def row(self, no: int) -> dict[str, Any]:
+        return self.frame.row(no - 1, named=True)
+
+
+COLUMNAR = ("csv", "tsv", "parquet")
+
+
+def read_columns(path: str | Path, shown: str | None = None) -> Columns:
+    """A CSV/TSV or parquet file as columns, parsed by the same readers as `read_records`.
+
+    Raises `TableError` like `read_records`; JSON formats are not columnar (their values
+    may mix types within a column): read those with `read_records`.
+    """
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    shown = shown or str(path)
+    fmt, data = _bytes(path, shown)
+    if fmt not in COLUMNAR:
+        raise ValueError(f"{fmt} is not a columnar format")  # a caller's mistake, not the user's
+    try:
+        if fmt == "parquet":
+            frame = pl.from_arrow(pq.read_table(path), rechunk=False)
+        else:
+            frame = pl.from_pandas(_delimited_frame(data, "\t" if fmt == "tsv" else ","))
+    except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
+        raise TableError(f"cannot read {shown} as {fmt}: {exc}", FORMAT_HELP) from None
+    if isinstance(frame, pl.Series):  # pragma: no cover - a table always gives a frame
+        frame = frame.to_frame()
+    return Columns(frame, hashlib.sha256(data).hexdigest(), fmt)
+
+
+def read_records(path: str | Path, shown: str | None = None) -> Records:
+    """Read any supported file as raw rows; raises `TableError` (message + help) when it cannot."""
+    path = Path(path)
+    shown = shown or str(path)
+    fmt, data = _bytes(path, shown)
     digest = hashlib.sha256(data).hexdigest()
     try:
         if fmt in ("csv", "tsv"):

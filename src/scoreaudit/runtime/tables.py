@@ -10,32 +10,16 @@ same inputs — with any batch size — give identical bytes.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from scoreaudit.bundletables import SCHEMAS, write_parquet  # noqa: F401  (part of this module's interface)
 
 RESERVED = ("arm", "image_id", "row", "cluster", "content_hash", "width", "height", "side", "pair_id")
-
-SCHEMAS: dict[str, pa.Schema] = {
-    "images": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("row", pa.int64()),
-                         ("cluster", pa.string()), ("content_hash", pa.string()),
-                         ("width", pa.int64()), ("height", pa.int64()),
-                         ("side", pa.string()), ("pair_id", pa.string())]),
-    "scores": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("operator", pa.string()),
-                         ("dose", pa.float64()), ("scorer", pa.string()), ("score", pa.float64())]),
-    "measures": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("operator", pa.string()),
-                           ("dose", pa.float64()), ("name", pa.string()), ("role", pa.string()),
-                           ("value", pa.float64())]),
-    "regions": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("region", pa.string()),
-                          ("coverage", pa.float64())]),
-    "exclusions": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("row", pa.int64()),
-                             ("stage", pa.string()), ("reason", pa.string())]),
-}
 
 SORT_KEYS: dict[str, tuple[str, ...]] = {
     "images": ("arm", "image_id"),
@@ -133,16 +117,6 @@ def to_arrow(name: str, rows: list[dict[str, Any]]) -> pa.Table:
             arrays.append(arr)
             fields.append(pa.field(col, arr.type))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def write_parquet(table: pa.Table, path: Path) -> None:
-    """Fixed settings and no metadata; written to a temporary file, then renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table.replace_schema_metadata(None), tmp, compression="zstd", compression_level=3,
-                   use_dictionary=True, write_statistics=True, version="2.6",
-                   data_page_version="1.0", store_schema=False)
-    os.replace(tmp, path)
 
 
 def write_tables(tables: Tables, tables_dir: Path) -> dict[str, Path]:

@@ -13,6 +13,9 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from scoreaudit.bundletables import CELL_COLUMNS, SCHEMAS, rows_table, write_parquet
 
 from scoreaudit.compiler.ir import AuditIR, CellIR, StatCallIR
 from scoreaudit.stats import claims as _claims
@@ -226,6 +229,13 @@ def _contrast_rows(ctx: StatContext, cells: list[dict]) -> list[dict]:
 def compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool = False,
             with_sections: bool = True) -> tuple[dict, dict[str, pd.DataFrame], StatContext]:
     """Everything statistical, from in-memory tables: (results part, derived tables, context)."""
+    res, derived, ctx = _compute(ir, tables, progress, with_sections)
+    return res, {name: t.to_pandas() for name, t in derived.items()}, ctx
+
+
+def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
+             with_sections: bool) -> tuple[dict, dict[str, pa.Table], StatContext]:
+    """`compute`, with the derived tables as typed Arrow tables (what the bundle stores)."""
     ctx = StatContext(ir, tables)
     cells = evaluate_cells(ctx, ir.cells(), progress=progress)
     robustness(ir, tables, cells, progress=progress)
@@ -236,20 +246,19 @@ def compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool = Fa
              "cells": [c["id"] for c in cells if c["hypothesis"] == h.name],
              "outcomes": {o: sum(1 for c in cells if c["hypothesis"] == h.name and c["outcome"] == o)
                           for o in ("supported", "refuted", "inconclusive")}} for h in ir.hypotheses]
-    derived: dict[str, pd.DataFrame] = {}
-    flat = [{k: (json.dumps(clean(v)) if isinstance(v, (dict, list)) else v) for k, v in c.items()
-             if not k.startswith("_")} for c in cells]
-    derived["cells"] = pd.DataFrame(flat)
+    derived: dict[str, pa.Table] = {}
+    flat = [{k: clean(v) for k, v in c.items() if not k.startswith("_")} for c in cells]
+    derived["cells"] = rows_table(flat, columns=CELL_COLUMNS)
     for name, key in (("curves", "curves"), ("fi", "uniformity"), ("placebo", "placebo"), ("drift", "drift"),
                       ("transfer", "transfer"), ("strata", "strata")):
         if secs.get(key):
-            derived[name] = pd.DataFrame(clean(secs[key]))
+            derived[name] = rows_table(clean(secs[key]))
     if vals:
-        derived["validity"] = pd.DataFrame([{k: v for k, v in r.items() if k != "checks"} | {
-            "checks": json.dumps(clean(r["checks"]))} for r in vals])
+        derived["validity"] = rows_table([{k: v for k, v in r.items() if k != "checks"} | {
+            "checks": clean(r["checks"])} for r in vals])
     cr = _contrast_rows(ctx, cells)
     if cr:
-        derived["contrasts"] = pd.DataFrame(cr)
+        derived["contrasts"] = rows_table(cr)
     res = {"cells": cells, "hypotheses": hyps, "verdicts": verd, "validations": vals, "sections": secs}
     return res, derived, ctx
 
@@ -260,6 +269,12 @@ def read_tables(bundle: Path) -> dict[str, pd.DataFrame]:
         p = bundle / "tables" / f"{name}.parquet"
         out[name] = pd.read_parquet(p) if p.exists() else pd.DataFrame()
     return out
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    """A frame's rows with missing cells as None (pandas gives NaN for a missing row number)."""
+    return [{k: (None if v is None or (isinstance(v, float) and v != v) else v) for k, v in r.items()}
+            for r in df.to_dict(orient="records")]
 
 
 def _exclusions(ctx: StatContext, runtime: pd.DataFrame) -> pd.DataFrame:
@@ -285,15 +300,15 @@ def analyse(bundle_dir: Path, progress: bool = True) -> dict:
     ir = AuditIR.model_validate(read_json(bundle / "ir.json"))
     tables = read_tables(bundle)
     run_info = read_json(bundle / "run.json")
-    res, derived, ctx = compute(ir, tables, progress=progress)
+    res, derived, ctx = _compute(ir, tables, progress, True)
     excl = _exclusions(ctx, tables["exclusions"])
     tdir = bundle / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
     names = {}
-    for name, df in derived.items():
-        df.to_parquet(tdir / f"{name}.parquet", index=False)
+    for name, table in derived.items():
+        write_parquet(table, tdir / f"{name}.parquet")
         names[name] = f"tables/{name}.parquet"
-    excl.to_parquet(tdir / "exclusions.parquet", index=False)
+    write_parquet(rows_table(_records(excl), schema=SCHEMAS["exclusions"]), tdir / "exclusions.parquet")
     n_excl = excl.groupby("arm").size().to_dict() if len(excl) else {}
     arms = {}
     for name, arm in ir.arms.items():
