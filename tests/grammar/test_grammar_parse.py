@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 from grammar_testutil import GOLDEN, NORMATIVE, ROOT, check_golden, dump_ast
@@ -145,16 +143,3 @@ def test_error_examples_really_fail():
 
 def test_parser_object_is_cached():
     assert _lark() is _lark()
-
-
-def test_import_and_parse_is_fast():
-    code = (
-        "import time; t=time.perf_counter();"
-        "from scoreaudit.grammar.parser import parse;"
-        f"m,d=parse(open({str(ROOT / 'examples' / 'skin_tone.audit')!r}).read());"
-        "assert m is not None;"
-        "print(time.perf_counter()-t)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    # ~0.25 s on a quiet machine (budget 0.3 s); the test machine is shared, so allow slack
-    assert float(out.stdout) < 1.0, out.stdout
