@@ -209,13 +209,6 @@ def simulate(path: str | Path, reps: int = 200, truth=None, out=None, progress: 
     return _simulate(ir, spec_path=Path(path), reps=reps, truth=truth, out=out, progress=progress, n_boot=n_boot)
 
 
-def language_server():
-    """The `scoreaudit lsp` entry point (raises ImportError without the lsp extra)."""
-    from scoreaudit.lsp.server import main
-
-    return main
-
-
 def unavailable_errors() -> tuple[type[BaseException], ...]:
     """Exceptions meaning "this machine cannot do it" (missing extra, weights, device): exit code 3."""
     from scoreaudit.plugins.base import ScorerUnavailable

@@ -211,8 +211,8 @@ def _format_option(s) -> None:
 
 
 def cmd_lsp(args) -> int:
-    try:
-        serve = api.language_server()
+    try:  # the language server is a second front end over the facade, not a part of it
+        from scoreaudit.lsp.server import main as serve
     except ImportError as e:  # pygls / lsprotocol are the `lsp` extra
         _err(f"error: the language server needs the lsp extra ({e.name or e}): pip install 'scoreaudit[lsp]'")
         return int(Exit.ENVIRONMENT)
