@@ -257,14 +257,13 @@ def hover(doc: Document, offset: int) -> Optional[str]:
         found = _declaration_hover(doc, w[2])
         if found is not None:
             return found
-    text = describe(w[2])
-    if text:
-        return _code(text, "text")
     from scoreaudit.grammar.highlight import grammar_keywords
 
+    # A keyword wins over a registry entry of the same spelling (e.g. the `placebo` report section).
     if w[2] in set(KEYWORD_DOCS) | set(grammar_keywords()) and not doc.text[w[1]:].lstrip(" \t").startswith(":"):
         return f"**{w[2]}** (keyword): {KEYWORD_DOCS.get(w[2], 'see spec/language.md')}"
-    return None
+    text = describe(w[2])
+    return _code(text, "text") if text else None
 
 
 def _in_comment_or_string(text: str, offset: int) -> bool:
