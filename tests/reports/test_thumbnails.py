@@ -92,3 +92,25 @@ def test_thumbnails_false_opts_out(tmp_path, demo_bundle):
     (d / "ir.json").write_text(json.dumps(ir))
     render(d, formats=["html"])
     assert "data:image/jpeg" not in (d / "report.html").read_text()
+
+
+def test_an_image_the_regions_refuse_is_skipped_for_the_next(demo_bundle, monkeypatch):
+    from scoreaudit.plugins.base import ImageFailure
+    from scoreaudit.runtime import regions
+    from scoreaudit.runtime.thumbnails import make_thumbnails
+
+    ir, _ = api.compile(demo_bundle.parent / "demo.audit", tables=False)
+    real = regions.RegionEvaluator.evaluate
+    calls = []
+
+    def flaky(self, image, row=None, base_dir="."):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ImageFailure("region", "no face found")
+        return real(self, image, row, base_dir)
+
+    monkeypatch.setattr(regions.RegionEvaluator, "evaluate", flaky)
+    thumbs = make_thumbnails(ir, demo_bundle.parent / "demo.audit")
+    first = next(iter(thumbs.values()))
+    assert len(calls) == 2 and first["image_id"] != json.loads((demo_bundle / "thumbnails.json").read_text())[
+        next(iter(thumbs))]["image_id"]

@@ -55,30 +55,36 @@ def thumbnail(image: np.ndarray, mask: np.ndarray | None, size: int = 160, quali
 
 
 def _first_image(ir, spec_dir: Path, root: Path | None):
+    """The first image (of the first few per arm) that decodes and whose regions evaluate, with its masks."""
+    from scoreaudit.plugins.base import ImageFailure
     from scoreaudit.runtime.columns import required_columns
-    from scoreaudit.runtime.images import Decoded, load_manifest, decode_record
+    from scoreaudit.runtime.images import Decoded, decode_record, load_manifest
+    from scoreaudit.runtime.regions import RegionEvaluator
 
+    evaluator = RegionEvaluator(ir.regions) if ir.regions else None
     for arm in _arm_order(ir):
         result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), root=root, probe=False)
         for record in result.records[:5]:
             d = decode_record(record, result.max_pixels)
-            if isinstance(d, Decoded):
-                return arm, d, result.base_dir
-    return None, None, None
+            if not isinstance(d, Decoded):
+                continue
+            try:  # an image the regions cannot handle (no face found) was excluded by the run too
+                masks = evaluator.evaluate(d.image, d.record.columns, result.base_dir).masks if evaluator else {}
+            except ImageFailure:
+                continue
+            return arm, d, masks
+    return None, None, {}
 
 
 def make_thumbnails(ir, spec_path: str | Path, root: Path | None = None, size: int = 160) -> dict[str, Any]:
     """{operator: {arm, image_id, region, doses: [{dose, jpeg}]}} for every operator (empty when no image decodes)."""
     from scoreaudit.registry import load_plugins, operators
-    from scoreaudit.runtime.regions import RegionEvaluator
 
     spec_dir = Path(spec_path).resolve().parent
-    arm, decoded, base_dir = _first_image(ir, spec_dir, root)
+    load_plugins()
+    arm, decoded, masks = _first_image(ir, spec_dir, root)
     if decoded is None:
         return {}
-    load_plugins()
-    masks = RegionEvaluator(ir.regions).evaluate(decoded.image, decoded.record.columns, base_dir).masks \
-        if ir.regions else {}
     out: dict[str, Any] = {}
     for name, op in ir.operators.items():
         doses = sorted({float(d) for d in op.doses} | {float(op.identity)})
