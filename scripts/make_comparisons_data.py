@@ -16,7 +16,7 @@ runtime decodes but never scores.
 
 Planted (raw score units, three scorers laion, hps, ir):
 - fidelity index: s(i, d) = b_i − F·u² + β·(m(i, d) − m(i, 0)) + ε, u = d/10;
-  F = 1.0 (laion), 0.03 (hps), 0.6 (ir), the same for both races;
+  F = 1.0 (laion), 0.03 (hps), 1.2 (ir), the same for both races;
 - the ITA measure m rises 1.5° per dose unit; β = 0.004 per degree on real
   faces and 0.02 on synthetic ones (the asymmetry: real ≈ 0.2× synthetic);
 - synthetic tone gap: original scores carry β·m0 (dark faces ≈ 30° darker)
@@ -41,7 +41,7 @@ from PIL import Image
 
 DOSES = (-10, -5, 0, 5, 10)
 SCORERS = ("laion", "hps", "ir")
-CURVATURE = {"laion": 1.0, "hps": 0.03, "ir": 0.6}
+CURVATURE = {"laion": 1.0, "hps": 0.03, "ir": 1.2}
 BETA = {"real": 0.004, "synthetic": 0.02}
 ITA_SLOPE = 1.5
 CONFOUND_DARK = -0.9

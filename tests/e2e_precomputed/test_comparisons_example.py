@@ -37,7 +37,7 @@ def example(tmp_path_factory):
 def test_every_cell_has_an_outcome_and_a_sentence(example):
     _, results = example
     cs = cells(results)
-    assert len(cs) == 24
+    assert len(cs) == 26
     for c in cs.values():
         assert c["outcome"] in ("supported", "refuted", "inconclusive")
         assert c["sentence"].endswith(f": {c['outcome']}.")
@@ -50,6 +50,7 @@ def test_planted_truths_come_out(example):
     assert s1["outcome"] == "supported" and 0.015 < s1["estimate"] < 0.045
     assert s1["sentence"].startswith("On real, hps's fidelity index of light is 0.0")
     assert "× laion's [" in s1["sentence"]
+    assert cs["S1/hps:ir/real"]["outcome"] == "supported"  # 0.03 vs 1.2: the open reading expands
     for s in ("laion", "hps", "ir"):  # planted: the real asymmetry is 0.2× the synthetic one
         c = cs[f"S2/{s}/real:synthetic"]
         assert c["outcome"] == "supported" and c["detail"]["paired"] is False
@@ -57,8 +58,9 @@ def test_planted_truths_come_out(example):
     s3 = cs["S3/hps/wide:orig"]  # two arms over the same pairs: paired, McNemar
     assert s3["detail"]["paired"] and s3["detail"]["test"] == "McNemar exact"
     assert s3["ci_low"] < -0.2 < s3["ci_high"] and s3["outcome"] == "supported"
-    s4 = cs["S4/ir:laion/orig"]
+    s4 = cs["S4/ir:laion/orig"]  # the second reading, left open, expands over `for laion, hps`
     assert s4["detail"]["test"] == "McNemar exact" and s4["ci_low"] < 0.2 < s4["ci_high"]
+    assert cs["S4/ir:hps/orig"]["ci_low"] < 0.05 < cs["S4/ir:hps/orig"]["ci_high"]
     for s in ("laion", "ir"):  # planted confound share 0.6 (in the population the data are drawn from)
         c = cs[f"S6/{s}/synthetic"]
         assert abs(c["estimate"] - 0.6) < 0.05 and c["ci_low"] > 0.5 and c["outcome"] == "supported"

@@ -255,7 +255,7 @@ def _compare(kind: str):
             return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, detail=det)
         same_units = A.units is not None and B.units is not None and A.kind == B.kind \
             and set(A.units.index) == set(B.units.index)
-        if pairing.paired and same_units and ctx.settings.scale == "raw" and A.kind in ("clusters", "pairs"):
+        if pairing.paired and same_units and ctx.settings.scale == "raw" and A.kind == "clusters":
             diffs = (A.units - B.units.reindex(A.units.index)).to_numpy(float)
             det["test"] = "paired t"
             det["n_units"] = int(np.isfinite(diffs).sum())
