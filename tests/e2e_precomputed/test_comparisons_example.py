@@ -104,3 +104,43 @@ def test_fmt_keeps_the_example_canonical():
     module, diags = parse(text)
     assert not diags
     assert format_module(module) == text
+
+
+NEW_USER = '''audit "Cached scores from a paper" { version: 1 seed: 5 bootstrap: 500 }
+scorer hps_op = precomputed(preferred: hps_orig_faithful, other: hps_orig_polished)
+scorer hps_dp = precomputed(preferred: hps_wide_faithful, other: hps_wide_polished)
+scorer ir_op  = precomputed(preferred: ir_orig_faithful, other: ir_orig_polished)
+arm wide = pairs("data/pairs.json", preferred: faithful, other: polished, images: false)
+hypothesis S3 "HPSv2 prefers the faithful image less under the wide-spectrum prompt" {
+  difference(pairwise_accuracy() for hps_dp, pairwise_accuracy() for hps_op) < 0 on wide
+}
+hypothesis S4 "ImageReward beats HPSv2 on the same pairs" {
+  difference(pairwise_accuracy() for ir_op, pairwise_accuracy() for hps_op) > 0 on wide
+}
+'''
+
+
+def test_a_new_user_compares_cached_per_prompt_scores_of_one_pairs_file(tmp_path):
+    """Seed 003's table as a user has it: one row per pair, one column per scorer × prompt × side."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for k in range(150):
+        r = {"id": f"p{k}"}
+        hard = rng.random() < 0.3  # pairs the wide prompt flips for HPSv2
+        for name, right in (("hps_orig", rng.random() < 0.8), ("ir_orig", rng.random() < 0.85)):
+            r[f"{name}_faithful"], r[f"{name}_polished"] = (0.9, 0.2) if right else (0.2, 0.9)
+        wide_right = (r["hps_orig_faithful"] > r["hps_orig_polished"]) and not hard
+        r["hps_wide_faithful"], r["hps_wide_polished"] = (0.7, 0.3) if wide_right else (0.3, 0.7)
+        rows.append(r)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "pairs.json").write_text(json.dumps(rows), encoding="utf-8")
+    spec = tmp_path / "cached.audit"
+    spec.write_text(NEW_USER, encoding="utf-8")
+    results = run(spec, tmp_path / "out")
+    cs = cells(results)
+    s3 = cs["S3/hps_dp:hps_op/wide"]
+    assert s3["detail"]["test"] == "McNemar exact" and s3["detail"]["mcnemar"]["a_only"] == 0
+    assert s3["outcome"] == "supported" and s3["estimate"] < -0.15
+    assert cs["S4/ir_op:hps_op/wide"]["detail"]["paired"]
