@@ -84,3 +84,15 @@ def test_plan_shows_pairing():
     out = render_plan(build_plan(checked.ir, base_dir=ROOT))
     assert "S1/pick:laion/real: paired: the same clusters of real" in out
     assert "S2/pick/real:elsewhere: independent unless real and elsewhere share cluster ids" in out
+
+
+def test_json_list_manifest_is_read_at_check_time(tmp_path):
+    from scoreaudit import api
+
+    (tmp_path / "p.json").write_text('[{"id": "a", "judge": 1}, {"id": "b", "judge": 0}]', encoding="utf-8")
+    spec = ('audit "t" { version: 1 }\nscorer s = precomputed(preferred: x, other: y)\n'
+            'arm wide = pairs("p.json", preferred: f, other: g, images: false)\n'
+            'hypothesis S "t" {\n  agreement(label: jduge, metric: auroc) > 0.6 on wide for s\n'
+            '  difference(pairwise_accuracy() where judge = 1, pairwise_accuracy() where judge = 2) > 0 on wide for s\n}\n')
+    checked = api.check(tmp_path / "t.audit", source=spec, tables=False)
+    assert [d.code for d in checked.diagnostics] == ["E0470", "E0466"]

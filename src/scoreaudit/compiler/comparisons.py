@@ -70,7 +70,7 @@ def _where_value(v: Any) -> str:
 
 @lru_cache(maxsize=32)
 def _read_manifest(path: str, mtime: float, size: int) -> Optional[tuple[tuple[str, ...], dict[str, frozenset]]]:
-    """(columns, column → set of values as text) of a CSV/TSV/JSON-lines manifest, or None."""
+    """(columns, column → set of values as text) of a CSV/TSV/JSON-lines/JSON-list manifest, or None."""
     p = Path(path)
     suffix = p.suffix.lower()
     try:
@@ -83,8 +83,10 @@ def _read_manifest(path: str, mtime: float, size: int) -> Optional[tuple[tuple[s
             reader = csv.DictReader(io.StringIO(data), delimiter="\t" if suffix == ".tsv" else ",")
             rows = list(reader)
             columns = tuple(reader.fieldnames or ())
-        elif suffix in (".jsonl", ".ndjson"):
-            rows = [json.loads(line) for line in data.splitlines() if line.strip()]
+        elif suffix in (".jsonl", ".ndjson", ".json"):
+            whole = json.loads(data) if suffix == ".json" and data.lstrip().startswith("[") else None
+            rows = whole if isinstance(whole, list) else \
+                [json.loads(line) for line in data.splitlines() if line.strip()]
             columns = tuple(dict.fromkeys(k for r in rows if isinstance(r, dict) for k in r))
         else:
             return None
