@@ -32,7 +32,9 @@ def tiny():
     root = _ROOT
     saved = tm.register_tiny_open_clip(root / "open_clip_cfgs")
     try:
-        yield tm.build_all(root)
+        built = tm.build_all(root)
+        built["open_clip_cfgs"] = root / "open_clip_cfgs"  # tiny configs under the real names
+        yield built
     finally:
         tm.restore_open_clip(saved)
         shutil.rmtree(_ROOT, ignore_errors=True)

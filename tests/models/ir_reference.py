@@ -3,9 +3,8 @@
 Written from the official code (ImageReward.py, models/BLIP/vit.py, med.py), on the raw
 state dict, with the official explicit attention (matmul, scale, softmax) rather than
 scoreaudit's fused attention, and the official PIL/torchvision preprocessing. The
-`image-reward` package itself needs transformers <= 4.55.4, so it cannot be installed next to
-the transformers the models extra uses; official_imagereward.py runs the package itself where
-a separate environment has it.
+tests compare against the `image-reward` package itself (official_imagereward.py, in its own
+venv); this transcription remains as bench/scoring.py's in-process baseline.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,52 +232,72 @@ def test_pickscore_matches_official(tiny, source):
     assert_resize_close(s.score(rs, [prompt] * len(rs), []), pickscore_official(rs, prompt))
 
 
-def _ir_reference(tiny, images, prompts):
-    import ir_reference
-    from transformers import BertTokenizer
+OFFICIAL_VENVS = Path(__file__).resolve().parents[2] / ".venv-official"
 
-    tok = BertTokenizer.from_pretrained("bert-base-uncased")
-    tok.add_special_tokens({"bos_token": "[DEC]"})
-    tok.add_special_tokens({"additional_special_tokens": ["[ENC]"]})
-    sd = {k: v.float() for k, v in tiny["ir_state"].items()}
-    heads = tm.TINY_VIT["dim"] // 64
-    cfg = dict(tiny["med"], encoder_width=tm.TINY_VIT["dim"])
-    return np.array([ir_reference.score(sd, cfg, tok, p, Image.fromarray(im), S, heads) for im, p in zip(images, prompts)])
+
+def official_python(package: str) -> str:
+    """The interpreter of the venv scripts/official_venvs.sh builds for `package` (make test builds it)."""
+    import os
+
+    root = Path(os.environ.get("SCOREAUDIT_OFFICIAL_VENVS", OFFICIAL_VENVS))
+    python = root / package / "bin" / "python"
+    if not python.is_file():
+        pytest.fail(f"{python} is missing: run `scripts/official_venvs.sh` (make test does) to install the "
+                    f"official {package} package in its own environment")
+    return str(python)
+
+
+def run_official(package: str, script: str, args: list[str], images, tmp_path) -> np.ndarray:
+    """Save `images` as PNGs and score them with the official package's driver script."""
+    import os
+
+    folder = tmp_path / "images"
+    folder.mkdir(exist_ok=True)
+    for i, im in enumerate(images):
+        Image.fromarray(im).save(folder / f"{i}.png")
+    driver = str(Path(__file__).with_name(script))
+    cmd = [official_python(package), driver, *[str(a) if a != "IMAGES" else str(folder) for a in args]]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return np.array(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 @pytest.mark.parametrize("source", ["cache", "local"])
-def test_image_reward_matches_transcription(tiny, source):
-    s = make("image_reward", weights=str(tiny["image_reward"]) if source == "local" else None)
-    ex = exact_images()
-    ps = prompts_for(len(ex))
-    ref = _ir_reference(tiny, ex, ps)
-    assert np.ptp(ref) > 1e-3
-    assert_close(s.score(ex, ps, []), ref)
-    rs = resized_images()
-    assert_resize_close(s.score(rs, prompts_for(len(rs)), []), _ir_reference(tiny, rs, prompts_for(len(rs))))
-
-
-def test_image_reward_matches_official_package(tiny, tmp_path):
-    """Runs the `image-reward` package itself where SCOREAUDIT_IMAGEREWARD_PYTHON names an interpreter that has it."""
-    import os
-
-    python = os.environ.get("SCOREAUDIT_IMAGEREWARD_PYTHON")
-    if not python:
-        pytest.skip("set SCOREAUDIT_IMAGEREWARD_PYTHON to a Python with image-reward (needs transformers<=4.55.4)")
+def test_image_reward_matches_official_package(tiny, tmp_path, source):
+    """image-reward 1.5 itself (its `load` and `score`), run in its own venv on the same tiny checkpoint."""
     imgs = exact_images() + resized_images()
     ps = prompts_for(len(imgs))
-    for i, im in enumerate(imgs):
-        Image.fromarray(im).save(tmp_path / f"{i}.png")
-    script = str(__import__("pathlib").Path(__file__).with_name("official_imagereward.py"))
-    cmd = [python, script, str(tiny["image_reward"]), str(tmp_path), json.dumps(ps), json.dumps(tm.TINY_VIT)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    ref = np.array(json.loads(out.stdout.strip().splitlines()[-1]))
-    s = make("image_reward")
+    d = tiny["image_reward"]
+    ref = run_official("image-reward", "official_imagereward.py",
+                       [d / "ImageReward.pt", d / "med_config.json", "IMAGES", json.dumps(ps), json.dumps(tm.TINY_VIT)],
+                       imgs, tmp_path)
+    assert np.ptp(ref) > 1e-3
+    s = make("image_reward", weights=str(d) if source == "local" else None)
     n = len(exact_images())
     ours = s.score(imgs, ps, [])
     assert_close(ours[:n], ref[:n])
     assert_resize_close(ours[n:], ref[n:])
+
+
+def _hps_base_weights(tiny):
+    """hpsv2.score builds ViT-H-14 with the laion2B-s32B-b79K weights first: a tiny file in the cache."""
+    snap = tm.hf_snapshot(tiny["cache"], "laion/CLIP-ViT-H-14-laion2B-s32B-b79K")
+    target = snap / "open_clip_pytorch_model.bin"
+    if not target.is_file():
+        torch.save(tm.open_clip_state("ViT-H-14", 99), target)
+    return target
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_hpsv2_matches_official_package(tiny, tmp_path, version):
+    """hpsv2 1.2.0 itself (`hpsv2.score(..., hps_version=...)` from the HF cache), in its own venv."""
+    _hps_base_weights(tiny)
+    imgs = exact_images() + resized_images()
+    ps = prompts_for(len(imgs))
+    ref = run_official("hpsv2", "official_hpsv2.py", [f"v{version}", "IMAGES", json.dumps(ps), tiny["open_clip_cfgs"]],
+                       imgs, tmp_path)
+    assert np.ptp(ref) > 1e-3
+    assert_close(make("hpsv2", version=version).score(imgs, ps, []), ref)  # HPSv2 resizes tensors: no PIL gap
 
 
 # ---------------------------------------------------------------- batching, precision, hashing
