@@ -144,7 +144,15 @@ class Preprocess:
         return torch.addcmul(b, x.to(device).float(), a)
 
     def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
-        """Images of one shape are resized together (an audit's variants share their base image's size)."""
+        """Images of one shape are resized together (an audit's variants share their base image's size).
+
+        uint8 H×W×3 torch tensors (the device path, scoreaudit.gpu) are preprocessed where they
+        are, after one move to `device` (a no-op when they are already there).
+        """
+        if len(images) and isinstance(images[0], torch.Tensor):
+            from scoreaudit.gpu.preprocess import batch as device_batch  # noqa: PLC0415
+
+            return device_batch(self, [im.to(device) for im in images], dtype)
         arrs = [self._as_rgb(im) for im in images]
         by_shape: dict[tuple, list[int]] = {}
         for i, a in enumerate(arrs):
