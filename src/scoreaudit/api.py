@@ -46,13 +46,15 @@ def parse(source: str, path: str = "<input>"):
 
 
 def check(path: str | Path, source: str | None = None, allow_outside: bool = False,
-          tables: bool = True) -> Checked:
+          tables: bool = True, environment: bool = False) -> Checked:
     """Parse and check a spec; never raises for problems in the spec.
 
     `tables`: also read the manifests that exist (every column the spec names, W0620
     without an id column) and any precomputed tables, and check they cover every cell
     (`run` leaves this to the executor, which does the same check on the ids it
     will use, so the tables are read once per run).
+    `environment`: also warn (W0810) about each scorer that cannot run on this machine
+    (`scoreaudit check` asks for it; a spec's validity does not depend on it).
     """
     from scoreaudit.compiler.check import check as _check
 
@@ -83,6 +85,11 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             more = list(more) + list(pre)
             if has_errors(pre):
                 ir = None
+        if environment and ir is not None and not has_errors(more):
+            # Scorers that cannot run here (missing extra or weights), every missing file named.
+            from scoreaudit.runtime.scorers import readiness_diagnostics
+
+            more = list(more) + readiness_diagnostics(ir, module, Path(path).resolve().parent)
         diags = list(diags) + list(more)
     return Checked(path=path, source=source, diagnostics=list(diags), ir=ir)
 
@@ -184,6 +191,25 @@ def scorers_listing(fmt: str = "text", tty: bool | None = None) -> str:
     from scoreaudit.runtime.scorers import list_scorers
 
     return list_scorers(as_json=fmt == "json", tty=tty)
+
+
+def weights(targets, download: bool = False, echo=None):
+    """(per-scorer file reports, failed fetches) for scorer names or .audit files (all model scorers when
+    empty); with `download`, the missing files are first fetched into the Hugging Face cache."""
+    from scoreaudit.runtime import weights as _weights
+
+    reports = _weights.collect(list(targets))
+    failed = []
+    if download and not all(r.ready for r in reports):
+        failed = [f for f in _weights.download(reports, echo=echo or (lambda _m: None)) if f.error]
+        reports = _weights.collect(list(targets))
+    return reports, failed
+
+
+def weights_listing(reports, fmt: str = "text") -> str:
+    from scoreaudit.runtime import weights as _weights
+
+    return _weights.to_json(reports) if fmt == "json" else _weights.render(reports)
 
 
 def verify(bundle: str | Path) -> list[str]:

@@ -38,7 +38,7 @@ def cmd_check(args) -> int:
             _err(f"error: no such file: {f}")
             status = max(status, Exit.IO) if status != Exit.SPEC else status
             continue
-        checked = api.check(f, allow_outside=args.allow_outside)
+        checked = api.check(f, allow_outside=args.allow_outside, environment=True)
         all_diags.extend(checked.diagnostics)
         if args.format == "text" and checked.diagnostics:
             _err(render_all(checked.diagnostics, checked.source))
@@ -105,6 +105,18 @@ def cmd_describe(args) -> int:
 def cmd_scorers(args) -> int:
     print(api.scorers_listing(args.format))
     return Exit.OK
+
+
+def cmd_weights(args) -> int:
+    """List (with --download: first fetch) every file the named model scorers need; 3 while any is missing."""
+    try:
+        reports, failed = api.weights(args.targets, download=args.download, echo=_err)
+    except ValueError as e:  # an unknown scorer name
+        raise UsageError(str(e)) from None
+    for f in failed:
+        _err(f"  failed: {f.repo}/{f.name}: {f.error}")
+    print(api.weights_listing(reports, args.format))
+    return Exit.OK if all(r.ready for r in reports) else Exit.ENVIRONMENT
 
 
 def fail_on_list(text: str | None) -> tuple[str, ...]:
@@ -302,6 +314,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, metavar="DIR", help="folder for the simulation tables")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     s.set_defaults(func=cmd_simulate)
+
+    s = command("weights", "every file the model scorers need, where it is, and `hf download` lines; "
+                "--download fetches the missing ones (exit 3 while any is missing)")
+    s.add_argument("targets", nargs="*", metavar="SCORER|FILE.audit",
+                   help="scorer names or specs (default: every model scorer)")
+    s.add_argument("--download", action="store_true",
+                   help="fetch the missing files into the Hugging Face cache (the only command that downloads)")
+    _format_option(s)
+    s.set_defaults(func=cmd_weights)
 
     s = command("lsp", "language server for editors, over stdin/stdout (the lsp extra)")
     s.set_defaults(func=cmd_lsp)

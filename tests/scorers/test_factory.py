@@ -156,3 +156,13 @@ def test_cli_scorers_runs_without_importing_heavy_modules():
                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.returncode == 0, out.stderr
     assert {r["name"] for r in json.loads(out.stdout)} >= set(OFFLINE + MODEL_SCORERS)
+
+
+def test_model_scorers_state_their_official_implementation_tolerance_and_gpu_precision():
+    rows = {r["name"]: r for r in json.loads(rs.list_scorers(as_json=True))}
+    for name in MODEL_SCORERS:
+        assert rows[name]["official"] and rows[name]["tolerance"] and rows[name]["gpu_precision"], name
+    assert "image-reward 1.5 package itself" in rows["image_reward"]["official"]
+    assert "hpsv2 1.2.0 package itself" in rows["hpsv2"]["official"]
+    text = rs.list_scorers(tty=False)
+    assert text.count("GPU precision:") == len(MODEL_SCORERS)

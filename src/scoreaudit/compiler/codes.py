@@ -325,6 +325,11 @@ CATALOGUE: tuple[Code, ...] = (
        "names): image ids are the files' names (images arms) or row numbers (pairs arms), which change when "
        "the data is renamed or reordered; reported by `scoreaudit check`.",
        "Add an id column, or name one with `id: column_name`."),
+    _r("W0810", "scorer cannot run here", "`check` found a declared scorer that cannot run on this machine: "
+       "its extra is not installed, or weight files are missing or not valid checkpoints (every missing "
+       "file is named). `run` would stop with exit code 3 when it reaches the scorer.",
+       "`scoreaudit weights --download SCORER` fetches the files into the Hugging Face cache; or give "
+       "`weights:` a local path (relative to the spec's folder); or install the extra the message names."),
 )
 
 BY_CODE: dict[str, Code] = {c.code: c for c in CATALOGUE}

@@ -14,6 +14,7 @@ import io
 import json
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from scoreaudit.plugins.base import ScorerUnavailable
@@ -80,11 +81,31 @@ def readiness(entry: PluginEntry, params: Any = None) -> tuple[bool, str]:
     return True, ("installed: " + ", ".join(needs)) if needs else "built in, no weights"
 
 
-def make_scorer(scorer_ir, device: str, precision: str = "auto"):
+def resolve_paths(params: dict, base_dir: str | Path | None) -> dict:
+    """Scorer arguments with relative local paths (`weights:`, `model: "local-dir:..."`) made absolute
+    against `base_dir`, the spec's folder, as every other path in a spec is; ~ is expanded."""
+    if base_dir is None:
+        return dict(params)
+    out = dict(params)
+
+    def absolute(p: str) -> str:
+        q = Path(p).expanduser()
+        return str(q if q.is_absolute() else Path(base_dir) / q)
+
+    if isinstance(out.get("weights"), str):
+        out["weights"] = absolute(out["weights"])
+    model = out.get("model")
+    if isinstance(model, str) and model.startswith("local-dir:"):
+        out["model"] = "local-dir:" + absolute(model[len("local-dir:"):])
+    return out
+
+
+def make_scorer(scorer_ir, device: str, precision: str = "auto", base_dir: str | Path | None = None):
     """Instantiate the scorer a ScorerIR names, or raise ScorerUnavailable saying what is missing.
 
     `scorer_ir.call.params` are the validated parameters as plain data; they are
     re-validated into the plugin's model so implementations get typed params.
+    Relative weight paths resolve against `base_dir` (the spec's folder).
     """
     load_plugins()
     name = scorer_ir.call.plugin
@@ -94,11 +115,44 @@ def make_scorer(scorer_ir, device: str, precision: str = "auto"):
             "a third-party scorer must be installed so that its `scoreaudit.plugins` entry point loads"
         )
     entry = scorers.get(name)
-    params = entry.params.model_validate(dict(scorer_ir.call.params))
+    params = entry.params.model_validate(resolve_paths(dict(scorer_ir.call.params), base_dir))
     ready, detail = readiness(entry, params)
     if not ready:
         raise ScorerUnavailable(f"scorer {scorer_ir.name!r}: {detail}")
     return entry.impl(params, device=device, precision=precision)
+
+
+def readiness_diagnostics(ir, module, spec_dir: str | Path | None) -> list:
+    """W0810 for every declared scorer that cannot run here, naming everything it lacks.
+
+    Scorers whose scores a precomputed table gives on every arm are skipped (they never run).
+    Light: locates files, imports no model library.
+    """
+    from scoreaudit.compiler.coverage import is_table_only
+    from scoreaudit.diagnostics import Diagnostic
+    from scoreaudit.grammar import ast
+
+    load_plugins()
+    spans = {d.name.name: d.span for d in (module.decls if module is not None else ()) if isinstance(d, ast.ScorerDecl)}
+    out = []
+    for s in ir.scorers.values():
+        if s.call.plugin not in scorers or is_table_only(ir, s.name):
+            continue
+        entry = scorers.get(s.call.plugin)
+        try:
+            params = entry.params.model_validate(resolve_paths(dict(s.call.params), spec_dir))
+        except Exception:  # noqa: BLE001 - the compiler already reported bad arguments
+            continue
+        ready, detail = readiness(entry, params)
+        if ready:
+            continue
+        fetch = (f"run `scoreaudit weights --download {s.call.plugin}` (or the `hf download` commands in the message) "
+                 "with internet access, or give `weights:` a local path")
+        if missing_requirements(entry):
+            fetch = install_hint(missing_requirements(entry))
+        out.append(Diagnostic("W0810", "warning", f"scorer `{s.name}` ({s.call.plugin}) cannot run here: {detail}",
+                              span=spans.get(s.name), help=fetch))
+    return out
 
 
 # ------------------------------------------------------------------ listing
@@ -122,6 +176,9 @@ class ScorerInfo:
     ready: bool
     detail: str
     params: tuple[ParamInfo, ...]
+    official: str = ""  # the official implementation the scorer's numbers are tested against
+    tolerance: str = ""  # how closely (tests/models)
+    gpu_precision: str = ""  # the precision used on a GPU
 
 
 def value_text(value: Any) -> str:
@@ -170,6 +227,9 @@ def scorer_infos() -> list[ScorerInfo]:
             ready=ready,
             detail=detail,
             params=_param_infos(entry),
+            official=str(entry.meta.get("official", "")),
+            tolerance=str(entry.meta.get("tolerance", "")),
+            gpu_precision=str(entry.meta.get("gpu_precision", "")),
         ))
     return infos
 
@@ -187,6 +247,10 @@ def _plain(infos: list[ScorerInfo]) -> str:
         lines.append(f"    {s.summary}")
         lines.append(f"    params: {', '.join(_param_text(p) for p in s.params) or 'none'}")
         lines.append(f"    {s.detail}")
+        if s.official:
+            lines.append(f"    matches: {s.official}")
+            lines.append(f"    tolerance: {s.tolerance}")
+            lines.append(f"    GPU precision: {s.gpu_precision}")
         lines.append("")
     ready = sum(s.ready for s in infos)
     lines.append(f"{ready} of {len(infos)} scorers ready on this machine")
@@ -205,8 +269,10 @@ def _rich(infos: list[ScorerInfo], width: int | None = None) -> str:
     table.add_column("ready")
     for s in infos:
         state = "[green]ready[/green]" if s.ready else "[red]not ready[/red]"
+        official = (f"\n[dim]matches: {escape(s.official)}\ntolerance: {escape(s.tolerance)}\n"
+                    f"GPU precision: {escape(s.gpu_precision)}[/dim]") if s.official else ""
         table.add_row(
-            f"{escape(s.name)}\n[dim]{escape(s.summary)}[/dim]",
+            f"{escape(s.name)}\n[dim]{escape(s.summary)}[/dim]{official}",
             escape("\n".join(_param_text(p) for p in s.params) or "-"),
             "yes" if s.needs_prompt else "no",
             f"{state}\n[dim]{escape(s.detail)}[/dim]",

@@ -15,7 +15,6 @@ run.json can name the weights even when nothing was scored this time.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -28,6 +27,7 @@ from scoreaudit.registry import load_plugins, scorers as scorer_registry
 from scoreaudit.runtime.columns import prompt_column
 from scoreaudit.runtime.images import ImageRecord
 from scoreaudit.runtime.keys import StepKey, step_key
+from scoreaudit.runtime.scorers import resolve_paths
 from scoreaudit.runtime.steps import Lookup, RunContext
 
 
@@ -96,7 +96,7 @@ class ScorerSlot:
         self.torch = "torch" in tuple(self.entry.meta.get("requires", ()) or ())
         self.params = dict(sir.call.params)
         self.key_params = {k: v for k, v in self.params.items() if k != "prompt"}
-        files = weights_identity(self.entry, self.params)
+        files = weights_identity(self.entry, resolve_paths(self.params, ctx.spec_dir))
         if files is not None:  # a swapped weights file (same path, new content) is a new input
             self.key_params["weights_files"] = files
         self._instance: Any = None
@@ -110,7 +110,7 @@ class ScorerSlot:
     @property
     def instance(self) -> Any:
         if self._instance is None:
-            self._instance = build_scorer(self.ir, self.ctx.device)
+            self._instance = build_scorer(self.ir, self.ctx.device, self.ctx.spec_dir)
             whash = self._instance.weights_hash() if hasattr(self._instance, "weights_hash") else None
             self._weights = whash
             before = self.ctx.cache.lookup([self.weights_step.key]).get(self.weights_step.key)
@@ -201,11 +201,8 @@ class ScorerSlot:
             look.done(r.step, value)
 
 
-def build_scorer(sir: ScorerIR, device: str) -> Any:
-    """The scorer implementation, via `runtime.scorers.make_scorer` when that module exists."""
-    if importlib.util.find_spec("scoreaudit.runtime.scorers") is not None:
-        from scoreaudit.runtime.scorers import make_scorer
+def build_scorer(sir: ScorerIR, device: str, base_dir: Path | None = None) -> Any:
+    """The scorer implementation (relative `weights:` paths resolve against `base_dir`, the spec's folder)."""
+    from scoreaudit.runtime.scorers import make_scorer
 
-        return make_scorer(sir, device=device)
-    entry = scorer_registry.get(sir.call.plugin)
-    return entry.impl(entry.validate(sir.call.params), device=device)
+    return make_scorer(sir, device=device, base_dir=base_dir)

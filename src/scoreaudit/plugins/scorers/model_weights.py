@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -53,25 +52,101 @@ def hf_cache_dir() -> Path:
     return Path(home).expanduser() / "hub"
 
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
 def find_in_hf_cache(repo: str, filename: str, revision: str = "main") -> Path | None:
     """The cached file of `repo` at `revision`, or None; never touches the network.
 
-    Same layout huggingface_hub's `try_to_load_from_cache` reads:
-    models--org--name/refs/<revision> holds a commit id, the file is in
-    snapshots/<commit>/. A 40-hex revision is used as the commit directly.
+    huggingface_hub's own resolution (`try_to_load_from_cache`, the lookup `hf_hub_download(...,
+    local_files_only=True)` does), on the cache folder `hf_cache_dir()` reads from the
+    environment at each call (huggingface_hub freezes it at import).
     """
-    root = hf_cache_dir() / ("models--" + repo.replace("/", "--"))
-    commit = revision if _COMMIT.match(revision) else None
-    if commit is None:
-        ref = root / "refs" / revision
-        if not ref.is_file():
-            return None
-        commit = ref.read_text().strip()
-    path = root / "snapshots" / commit / filename
-    return path if path.is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - light, no torch
+    except ImportError:
+        return None
+    found = try_to_load_from_cache(repo, filename, cache_dir=str(hf_cache_dir()), revision=revision)
+    return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+
+
+# ---------------------------------------------------------------- cheap validity checks
+
+_LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a"  # pickle protocol 2, then torch's 10-byte magic number
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why `path` is not a usable weights/config file, or None; reads headers only, imports nothing heavy.
+
+    safetensors: the JSON header parses and its tensors end exactly at the end of the file.
+    torch files (.pt/.pth/.bin/.ckpt): a complete zip archive holding a data.pkl (the format
+    torch.save has written since 1.6), or the legacy pickle format's magic bytes. JSON: it parses.
+    A truncated download, an HTML error page saved under the file's name, or an empty file fails.
+    """
+    import struct
+    import zipfile
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return f"{path} is empty"
+        suffix = path.suffix.lower()
+        with open(path, "rb") as f:
+            if suffix == ".safetensors":
+                if size < 8:
+                    return f"{path} is not a safetensors file (too short)"
+                (n,) = struct.unpack("<Q", f.read(8))
+                if n > size - 8:
+                    return f"{path} is not a complete safetensors file (header larger than the file)"
+                header = json.loads(f.read(n))
+                ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
+                if 8 + n + max(ends, default=0) != size:
+                    return f"{path} is not a complete safetensors file (its tensors end at byte " \
+                           f"{8 + n + max(ends, default=0)}, the file has {size})"
+                return None
+            if suffix in (".pt", ".pth", ".bin", ".ckpt"):
+                head = f.read(4)
+                if head == _LEGACY_TORCH_MAGIC:
+                    return None
+                if not zipfile.is_zipfile(path):
+                    return f"{path} is not a torch checkpoint (neither a torch zip archive nor the legacy format)"
+                with zipfile.ZipFile(path) as z:
+                    names = z.namelist()
+                    if not any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+                        return f"{path} is a zip archive but not a torch checkpoint (no data.pkl)"
+                    last = max(z.infolist(), key=lambda i: i.header_offset)
+                    if last.header_offset + last.compress_size > size:
+                        return f"{path} is truncated"
+                return None
+            if suffix == ".json":
+                json.loads(f.read())
+                return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, struct.error, zipfile.BadZipFile) as e:
+        return f"{path} is not a valid {path.suffix or 'weights'} file ({type(e).__name__}: {e})"
+    return None
+
+
+@dataclass(frozen=True)
+class NeededFile:
+    """One file a scorer needs from the Hugging Face Hub (`scoreaudit weights` lists and fetches these).
+
+    `names`: the file name, or equivalent alternatives in order of preference (any one will do;
+    --download tries them in turn). `about`: the approximate size of the official file
+    (parameter count × bytes per parameter), shown when the file is not on this machine.
+    """
+
+    repo: str
+    names: tuple[str, ...]
+    role: str
+    about: str = ""
+
+    def cached(self) -> Path | None:
+        for n in self.names:
+            found = find_in_hf_cache(self.repo, n)
+            if found is not None:
+                return found
+        return None
+
+    def hint(self) -> str:
+        return f"hf download {self.repo} {self.names[0]}"
 
 
 def missing_message(what: str, tried: Sequence[str], hub: Sequence[HubFile], param_hint: str) -> str:
@@ -80,7 +155,8 @@ def missing_message(what: str, tried: Sequence[str], hub: Sequence[HubFile], par
     return (
         f"{what}: not found (looked in {', '.join(tried)}). Provide it with {param_hint}, "
         f"or put the official files in the Hugging Face cache ({hf_cache_dir()}; set HF_HUB_CACHE to use "
-        f"another folder) with: {fetch}. scoreaudit never downloads weights at run time."
+        f"another folder) with: {fetch} (or `scoreaudit weights --download {what.split()[0]}`). scoreaudit never "
+        "downloads weights at run time."
     )
 
 
@@ -121,19 +197,27 @@ def locate_one(
     if weights is not None:
         p = Path(weights).expanduser()
         if p.is_file():
-            return p
+            return _valid(label, p)
         if p.is_dir():
             for name in candidates:
                 if (p / name).is_file():
-                    return p / name
+                    return _valid(label, p / name)
             return Located({}, f"{label}: {p} holds none of {', '.join(candidates)}")
         return Located({}, f"{label}: weights path {p} does not exist")
     for h in hub:
         found = find_in_hf_cache(h.repo, h.filename)
         if found is not None:
-            return found
+            return _valid(label, found)
         tried.append(f"{h.repo}/{h.filename} in the HF cache")
     return Located({}, missing_message(label, tried, hub, param_hint))
+
+
+def _valid(label: str, path: Path) -> Located | Path:
+    """`path`, or a Located problem when it is not a usable checkpoint (see checkpoint_problem)."""
+    problem = checkpoint_problem(path)
+    if problem is None:
+        return path
+    return Located({}, f"{label}: {problem}; fetch it again (delete the file first) or pass a valid one")
 
 
 def locate_snapshot(repo: str, required: Sequence[str], any_of: Sequence[str]) -> Path | None:
@@ -145,6 +229,11 @@ def locate_snapshot(repo: str, required: Sequence[str], any_of: Sequence[str]) -
     if all((snap / r).is_file() for r in required) and (not any_of or any((snap / a).is_file() for a in any_of)):
         return snap
     return None
+
+
+def snapshot_problems(folder: Path, names: Sequence[str]) -> list[str]:
+    """checkpoint_problem of each named file present in `folder`."""
+    return [p for p in (checkpoint_problem(Path(folder) / n) for n in names if (Path(folder) / n).is_file()) if p]
 
 
 # ---------------------------------------------------------------- hashing

@@ -25,7 +25,9 @@ from scoreaudit.plugins.scorers.model_weights import (
     find_in_hf_cache,
     locate_one,
     locate_snapshot,
+    NeededFile,
     missing_message,
+    snapshot_problems,
 )
 from scoreaudit.registry import ColumnValue, Params, scorers
 
@@ -85,6 +87,11 @@ class _ModelScorer:
         return cls.locate(params)
 
     @classmethod
+    def hub_files(cls, params) -> list[NeededFile]:  # pragma: no cover - every subclass defines it
+        """Every file this scorer reads from the Hugging Face cache when `weights:` is not given."""
+        raise NotImplementedError
+
+    @classmethod
     def readiness(cls, params) -> tuple[bool, str]:
         """Whether the weight files are found (local path / HF cache), without loading anything."""
         if params is None:
@@ -115,14 +122,14 @@ class _ModelScorer:
 
 
 def _pair(label: str, **kw) -> Located:
-    """Locate each named file; the first problem wins."""
+    """Locate each named file; every problem is reported (a user fixes them all at once)."""
     files, problems = {}, []
     for name, res in kw.items():
         if isinstance(res, Located):
             problems.append(res.problem)
         else:
             files[name] = res
-    return Located(files, problems[0] if problems else None)
+    return Located(files, " | ".join(problems) if problems else None)
 
 
 # ---------------------------------------------------------------- LAION
@@ -139,7 +146,11 @@ class LaionParams(WeightsParams):
 
 
 @scorers.register("laion_aesthetic", params=LaionParams, version="1", needs_prompt=False,
-                  requires=("torch", "open_clip"))
+                  requires=("torch", "open_clip"),
+                  official="improved-aesthetic-predictor: open_clip ViT-L-14-quickgelu/openai (open_clip's own "
+                           "loader and transform) + the reference MLP on the L2-normalised embedding",
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision="auto: CLIP in fp16 on CUDA, the MLP head in fp32; "
+                  "not yet measured on a GPU (none was available)")
 class LaionAesthetic(_ModelScorer):
     """LAION improved aesthetic predictor: MLP head on the L2-normalised OpenAI CLIP ViT-L/14 image embedding.
 
@@ -168,6 +179,11 @@ class LaionAesthetic(_ModelScorer):
                               param_hint="a weights folder holding open_clip_model.safetensors")
         return _pair("laion", head=head, clip=clip)
 
+    @classmethod
+    def hub_files(cls, params) -> list[NeededFile]:
+        return [NeededFile(LAION_HEAD.repo, (LAION_HEAD.filename,), "MLP head", "about 3.7 MB"),
+                NeededFile(LAION_CLIP_REPO, OPEN_CLIP_WEIGHT_NAMES, "OpenAI CLIP ViT-L/14 (open_clip)", "about 1.7 GB")]
+
     def build(self):
         from scoreaudit.plugins.scorers.model_openclip import LaionImpl  # noqa: PLC0415
 
@@ -184,10 +200,15 @@ class PromptParams(WeightsParams):
 PICK_REPO = "yuvalkirstain/PickScore_v1"
 PICK_PROCESSOR_REPO = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 HF_WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin")
+PICK_PROCESSOR_FILES = ("preprocessor_config.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+                        "special_tokens_map.json", "config.json")
 
 
 @scorers.register("pickscore", params=PromptParams, version="1", needs_prompt=True,
-                  requires=("torch", "transformers"))
+                  requires=("torch", "transformers"),
+                  official="the PickScore_v1 model card's code: transformers AutoModel + AutoProcessor "
+                           "(laion/CLIP-ViT-H-14-laion2B-s32B-b79K), logit_scale.exp() · cosine",
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision='auto: fp16 weights on CUDA (bf16 or fp32 with `precision:`), fp32 on the CPU; half precision not yet measured against fp32 on a GPU (none was available); on the CPU bf16 stays within 5% (tests/models)')
 class PickScore(_ModelScorer):
     """PickScore_v1: logit_scale · cos(text, image) of the fine-tuned CLIP ViT-H/14.
 
@@ -211,17 +232,30 @@ class PickScore(_ModelScorer):
         else:
             model = locate_snapshot(PICK_REPO, ["config.json"], HF_WEIGHT_NAMES)
         proc = p if (w is not None and (p / "preprocessor_config.json").is_file()) else locate_snapshot(
-            PICK_PROCESSOR_REPO, ["preprocessor_config.json", "tokenizer_config.json"], [])
+            PICK_PROCESSOR_REPO, list(PICK_PROCESSOR_FILES), [])
+        problems = []
         if model is None:
-            return Located({}, missing_message("pickscore model", [f"{PICK_REPO} in the HF cache"],
-                                               [HubFile(PICK_REPO, "config.json model.safetensors")],
-                                               "`weights: \"folder\"`"))
+            problems.append(missing_message("pickscore model", [f"{PICK_REPO} in the HF cache"],
+                                            [HubFile(PICK_REPO, "config.json model.safetensors")],
+                                            "`weights: \"folder\"`"))
+        else:
+            problems += snapshot_problems(model, ("config.json", *HF_WEIGHT_NAMES))
         if proc is None:
-            files = "preprocessor_config.json tokenizer_config.json tokenizer.json vocab.json merges.txt special_tokens_map.json config.json"
-            return Located({}, missing_message("pickscore processor", [f"{PICK_PROCESSOR_REPO} in the HF cache"],
-                                               [HubFile(PICK_PROCESSOR_REPO, files)],
-                                               "the processor files in the weights folder"))
+            files = " ".join(PICK_PROCESSOR_FILES)
+            problems.append(missing_message("pickscore processor", [f"{PICK_PROCESSOR_REPO} in the HF cache"],
+                                            [HubFile(PICK_PROCESSOR_REPO, files)],
+                                            "the processor files in the weights folder"))
+        else:
+            problems += snapshot_problems(proc, ("preprocessor_config.json", "tokenizer_config.json"))
+        if problems:
+            return Located({}, " | ".join(problems))
         return Located({"model": model, "processor": proc})
+
+    @classmethod
+    def hub_files(cls, params) -> list[NeededFile]:
+        return [NeededFile(PICK_REPO, ("config.json",), "CLIPModel config", "a few KB"),
+                NeededFile(PICK_REPO, HF_WEIGHT_NAMES, "fine-tuned CLIP ViT-H/14 weights", "about 3.9 GB"),
+                *(NeededFile(PICK_PROCESSOR_REPO, (n,), "processor", "under 3 MB") for n in PICK_PROCESSOR_FILES)]
 
     def hashed_files(self) -> dict[str, Path]:
         d = self.files["model"]
@@ -241,7 +275,11 @@ BERT_REPOS = ("bert-base-uncased", "google-bert/bert-base-uncased")
 
 
 @scorers.register("image_reward", params=PromptParams, version="1", needs_prompt=True,
-                  requires=("torch", "transformers"))
+                  requires=("torch", "transformers"),
+                  official="the image-reward 1.5 package itself (ImageReward.load + score), run in its own venv "
+                           "with transformers 4.55.4 (tests/models)",
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision="auto: fp16 on CUDA, the reward MLP in fp32; "
+                  "not yet measured on a GPU (none was available)")
 class ImageReward(_ModelScorer):
     """ImageReward v1.0 (BLIP + MLP), normalised as (r − 0.16717) / 1.03334.
 
@@ -273,9 +311,15 @@ class ImageReward(_ModelScorer):
         if tok is None:
             tok = Located({}, missing_message("image_reward tokenizer (bert-base-uncased)",
                                               [f"{r} in the HF cache" for r in BERT_REPOS],
-                                              [HubFile("bert-base-uncased", "vocab.txt tokenizer_config.json")],
+                                              [HubFile("bert-base-uncased", "vocab.txt")],
                                               "vocab.txt next to ImageReward.pt"))
         return _pair("image_reward", checkpoint=ckpt, med_config=med, tokenizer=tok)
+
+    @classmethod
+    def hub_files(cls, params) -> list[NeededFile]:
+        return [NeededFile(IR_REPO, ("ImageReward.pt",), "BLIP + MLP checkpoint", "about 1.8 GB"),
+                NeededFile(IR_REPO, ("med_config.json",), "text encoder config", "under 1 KB"),
+                NeededFile(BERT_REPOS[0], ("vocab.txt",), "BERT tokenizer vocabulary", "about 230 KB")]
 
     def hashed_files(self) -> dict[str, Path]:
         return {"checkpoint": self.files["checkpoint"], "med_config": self.files["med_config"]}
@@ -298,7 +342,10 @@ class HpsParams(PromptParams):
 
 
 @scorers.register("hpsv2", params=HpsParams, version="1", needs_prompt=True,
-                  requires=("torch", "open_clip"))
+                  requires=("torch", "open_clip"),
+                  official="the hpsv2 1.2.0 package itself (hpsv2.score with hps_version), run in its own venv",
+                  tolerance="1e-4 relative (fp32), resized images included (HPSv2 resizes tensors as we do)",
+                  gpu_precision='auto: fp16 weights on CUDA (bf16 or fp32 with `precision:`), fp32 on the CPU; half precision not yet measured against fp32 on a GPU (none was available); on the CPU bf16 stays within 5% (tests/models)')
 class Hpsv2(_ModelScorer):
     """HPSv2 (v2.0 / v2.1) on open_clip ViT-H-14: cosine of image and text embeddings.
 
@@ -314,6 +361,11 @@ class Hpsv2(_ModelScorer):
         name = HPS_FILES[params.version]
         ckpt = locate_one(f"hpsv2 {params.version} checkpoint", params.weights, [name], [HubFile(HPS_REPO, name)])
         return _pair("hpsv2", checkpoint=ckpt)
+
+    @classmethod
+    def hub_files(cls, params) -> list[NeededFile]:
+        return [NeededFile(HPS_REPO, (HPS_FILES[params.version],), f"HPS v{params.version} checkpoint (ViT-H-14)",
+                           "about 2 GB")]
 
     def build(self):
         from scoreaudit.plugins.scorers.model_openclip import HpsImpl  # noqa: PLC0415
@@ -357,7 +409,10 @@ def _open_clip_dir_weights(folder: Path) -> Path | None:
 
 
 @scorers.register("clip_score", params=ClipScoreParams, version="1", needs_prompt=True,
-                  requires=("torch", "open_clip"))
+                  requires=("torch", "open_clip"),
+                  official="open_clip's create_model_and_transforms (pretrained tag or local-dir) + "
+                           "100 · max(cosine, 0)",
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision='auto: fp16 weights on CUDA (bf16 or fp32 with `precision:`), fp32 on the CPU; half precision not yet measured against fp32 on a GPU (none was available); on the CPU bf16 stays within 5% (tests/models)')
 class ClipScore(_ModelScorer):
     """CLIP score: 100 · max(cos(text, image), 0) with any open_clip model.
 
@@ -418,6 +473,28 @@ class ClipScore(_ModelScorer):
     @classmethod
     def locate_for_run(cls, params) -> Located:
         return cls.locate(params, resolve_tag=True)
+
+    @classmethod
+    def hub_files(cls, params) -> list[NeededFile]:
+        model = params.model
+        if model.startswith("local-dir:") or params.weights is not None:
+            return []  # local files only
+        if model.startswith("hf-hub:"):
+            repo = model[len("hf-hub:"):]
+            return [NeededFile(repo, ("open_clip_config.json",), "open_clip config", "a few KB"),
+                    NeededFile(repo, OPEN_CLIP_WEIGHT_NAMES, f"{model} weights")]
+        repo = KNOWN_OPEN_CLIP_HUB.get((model, params.pretrained))
+        if repo is None:
+            try:
+                repo = _hub_from_open_clip(model, params.pretrained)
+            except ImportError:
+                repo = None
+        if repo is None:
+            raise ScorerUnavailable(f"clip_score: open_clip has no Hugging Face weights for {model!r} with "
+                                    f"pretrained {params.pretrained!r} (or open_clip is not installed)")
+        about = {"ViT-B-32": "about 0.6 GB", "ViT-B-16": "about 0.6 GB", "ViT-L-14": "about 1.7 GB",
+                 "ViT-H-14": "about 3.9 GB"}.get(model.replace("-quickgelu", ""), "")
+        return [NeededFile(repo, OPEN_CLIP_WEIGHT_NAMES, f"{model} ({params.pretrained}) weights", about)]
 
     def build(self):
         from scoreaudit.plugins.scorers.model_openclip import ClipScoreImpl  # noqa: PLC0415

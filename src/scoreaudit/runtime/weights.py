@@ -1,0 +1,234 @@
+"""`scoreaudit weights`: every file a model scorer needs, where it is, and fetching the missing ones.
+
+Listing imports nothing heavy (no torch): the files come from each scorer's `hub_files`
+hook and are looked up with huggingface_hub's own cache resolution. `--download` is the
+only place scoreaudit touches the network: `hf_hub_download` into the Hugging Face cache
+($HF_HUB_CACHE), which is exactly where `run` looks; runs themselves never download.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from scoreaudit.plugins.base import ScorerUnavailable
+from scoreaudit.registry import load_plugins, scorers
+
+
+@dataclass(frozen=True)
+class FileState:
+    repo: str
+    names: tuple[str, ...]
+    role: str
+    about: str
+    path: str | None = None  # the cached file when present
+    size: int | None = None  # bytes, when present
+    problem: str | None = None  # present but not a usable file (checkpoint_problem)
+
+    @property
+    def ready(self) -> bool:
+        return self.path is not None and self.problem is None
+
+
+@dataclass(frozen=True)
+class ScorerFiles:
+    target: str  # what the user named: a scorer, or `spec.audit:scorer`
+    scorer: str  # the plugin
+    files: tuple[FileState, ...] = ()
+    local: str | None = None  # readiness detail when the spec gives `weights:` (local files, nothing to fetch)
+    local_ready: bool = False
+    error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        if self.error is not None:
+            return False
+        if self.local is not None:
+            return self.local_ready
+        return all(f.ready for f in self.files)
+
+    def missing(self) -> list[FileState]:
+        return [f for f in self.files if not f.ready]
+
+
+def _state(needed) -> FileState:
+    from scoreaudit.plugins.scorers.model_weights import checkpoint_problem
+
+    path = needed.cached()
+    if path is None:
+        return FileState(needed.repo, tuple(needed.names), needed.role, needed.about)
+    return FileState(needed.repo, tuple(needed.names), needed.role, needed.about, path=str(path),
+                     size=Path(path).stat().st_size, problem=checkpoint_problem(Path(path)))
+
+
+def _files_for(target: str, plugin: str, params: Any) -> ScorerFiles:
+    from scoreaudit.runtime.scorers import readiness
+
+    entry = scorers.get(plugin)
+    hook = getattr(entry.impl, "hub_files", None)
+    if hook is None:
+        return ScorerFiles(target, plugin, error=f"{plugin} reads no weight files (nothing to fetch)")
+    if getattr(params, "weights", None) is not None or str(getattr(params, "model", "")).startswith("local-dir:"):
+        ready, detail = readiness(entry, params)
+        return ScorerFiles(target, plugin, local=detail, local_ready=ready)
+    try:
+        needed = hook(params)
+    except ScorerUnavailable as e:
+        return ScorerFiles(target, plugin, error=str(e))
+    return ScorerFiles(target, plugin, files=tuple(_state(n) for n in needed))
+
+
+def model_scorer_names() -> list[str]:
+    load_plugins()
+    return [e.name for e in scorers if hasattr(e.impl, "hub_files")]
+
+
+def collect(targets: Sequence[str]) -> list[ScorerFiles]:
+    """Targets: scorer names (default arguments) or .audit files (their scorers, as declared).
+
+    Raises ValueError naming an unknown scorer; an unreadable or invalid spec raises the
+    facade's own errors.
+    """
+    load_plugins()
+    out: list[ScorerFiles] = []
+    for t in targets or model_scorer_names():
+        if t.endswith(".audit"):
+            out.extend(_from_spec(t))
+            continue
+        if t not in scorers:
+            raise ValueError(f"no scorer called {t!r} (model scorers: {', '.join(model_scorer_names())})")
+        entry = scorers.get(t)
+        try:
+            params = entry.params.model_validate({})
+        except Exception:  # noqa: BLE001 - a required argument
+            out.append(ScorerFiles(t, t, error=f"{t} has required arguments: name it through a .audit file"))
+            continue
+        out.append(_files_for(t, t, params))
+    return out
+
+
+def _from_spec(path: str) -> list[ScorerFiles]:
+    from scoreaudit import api
+    from scoreaudit.diagnostics import DiagnosticError
+    from scoreaudit.runtime.scorers import resolve_paths
+
+    checked = api.check(path, tables=False)
+    if checked.ir is None:
+        raise DiagnosticError(checked.diagnostics, checked.source)
+    base = Path(path).resolve().parent
+    out = []
+    for s in checked.ir.scorers.values():
+        entry = scorers.get(s.call.plugin)
+        if not hasattr(entry.impl, "hub_files"):
+            continue
+        params = entry.params.model_validate(resolve_paths(dict(s.call.params), base))
+        out.append(_files_for(f"{path}:{s.name}", s.call.plugin, params))
+    return out
+
+
+def fetch_lines(files: Sequence[FileState]) -> list[str]:
+    """One `hf download REPO FILE...` per repo, in order of first appearance."""
+    by_repo: dict[str, list[str]] = {}
+    for f in files:
+        by_repo.setdefault(f.repo, []).append(f.names[0])
+    return [f"hf download {repo} {' '.join(names)}" for repo, names in by_repo.items()]
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+def render(reports: Sequence[ScorerFiles]) -> str:
+    from scoreaudit.plugins.scorers.model_weights import hf_cache_dir
+
+    lines = [f"Hugging Face cache: {hf_cache_dir()} (set HF_HUB_CACHE to use another folder)", ""]
+    for r in reports:
+        state = "ready" if r.ready else "NOT READY"
+        lines.append(f"{r.target}  [{state}]")
+        if r.error is not None:
+            lines.append(f"    {r.error}")
+        elif r.local is not None:
+            lines.append(f"    weights: given in the spec (local files, nothing to fetch): {r.local}")
+        else:
+            for f in r.files:
+                name = f.names[0] + (f" (or {' or '.join(f.names[1:])})" if len(f.names) > 1 else "")
+                if f.ready:
+                    where = f"cached, {_size(f.size or 0)}: {f.path}"
+                elif f.path is not None:
+                    where = f"INVALID: {f.problem}"
+                else:
+                    where = f"missing ({f.about or 'size unknown'})"
+                lines.append(f"    {f.repo}/{name}  [{f.role}]  {where}")
+            missing = r.missing()
+            if missing:
+                lines.append(f"    fetch the {len(missing)} missing file{'s' if len(missing) > 1 else ''} with "
+                             f"`scoreaudit weights --download {r.scorer}`, or:")
+                lines += [f"      {cmd}" for cmd in fetch_lines(missing)]
+        lines.append("")
+    ready = sum(r.ready for r in reports)
+    lines.append(f"{ready} of {len(reports)} ready on this machine")
+    return "\n".join(lines)
+
+
+def to_json(reports: Sequence[ScorerFiles]) -> str:
+    rows = []
+    for r in reports:
+        d = asdict(r)
+        d["ready"] = r.ready
+        d["fetch"] = fetch_lines(r.missing())
+        rows.append(d)
+    return json.dumps(rows, indent=2)
+
+
+@dataclass
+class Fetched:
+    repo: str
+    name: str
+    path: str | None = None
+    error: str | None = None
+    tried: list[str] = field(default_factory=list)
+
+
+def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
+    """Fetch every missing or invalid file into the HF cache (alternatives tried in order)."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise ScorerUnavailable("--download needs huggingface_hub: pip install 'scoreaudit[models]'") from None
+    try:
+        from huggingface_hub.errors import EntryNotFoundError
+    except ImportError:  # huggingface_hub < 0.23
+        from huggingface_hub.utils import EntryNotFoundError
+
+    from scoreaudit.plugins.scorers.model_weights import checkpoint_problem, hf_cache_dir
+
+    done: dict[tuple[str, tuple[str, ...]], Fetched] = {}
+    for r in reports:
+        for f in r.missing():
+            key = (f.repo, f.names)
+            if key in done:
+                continue
+            result = Fetched(f.repo, f.names[0])
+            for name in f.names:
+                result.tried.append(name)
+                echo(f"fetching {f.repo}/{name} ({f.about or 'size unknown'}) ...")
+                try:
+                    path = huggingface_hub.hf_hub_download(f.repo, name, cache_dir=str(hf_cache_dir()),
+                                                           force_download=f.path is not None)
+                except EntryNotFoundError:
+                    continue  # try the next equivalent name
+                except Exception as e:  # noqa: BLE001 - offline, no such repo, network: reported per file
+                    result.error = f"{type(e).__name__}: {e}"
+                    break
+                problem = checkpoint_problem(Path(path))
+                result.name, result.path, result.error = name, str(path), problem
+                break
+            else:
+                result.error = f"none of {', '.join(f.names)} exists in {f.repo}"
+            done[key] = result
+    return list(done.values())
