@@ -196,3 +196,22 @@ def test_leakage_counts_changes_outside_the_region():
     p = covariates.get("leakage").params.model_validate({})
     tc = TorchMeasureContext(_t(img), _t(variant), {}, _t(masks["r"]))
     assert float(TORCH_COVARIATES["leakage"](p).compute(tc)) == pytest.approx(37 / (~masks["r"]).sum())
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_CASES))
+def test_on_device_glue_returns_the_reference_outputs(name):
+    """What a CUDA run calls (plugins.operators.on_device), exercised on the CPU device."""
+    from scoreaudit.plugins.operators import on_device
+
+    img = IMAGES[0]
+    mask = _masks(img)["r"]
+    params, doses = OPERATOR_CASES[name][0]
+    entry = operators.get(name)
+    p = entry.params.model_validate(params)
+    ref = entry.impl(p).sweep(img, mask, doses, seed=3)
+    got = on_device(name, p, "cpu", img, mask, doses, seed=3)
+    for r, g in zip(ref, got):
+        assert g.image.dtype == np.uint8 and g.image.shape == img.shape
+        assert np.abs(g.image.astype(int) - r.image.astype(int)).max() <= 1
+        assert (g.image is img) == (r.image is img)  # the identity dose returns the input itself
+        assert set(g.info) == set(r.info) and all(isinstance(v, float) for v in g.info.values())

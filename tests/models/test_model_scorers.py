@@ -492,3 +492,33 @@ def test_module_import_stays_light():
             "load_plugins(); e = m.scorers.get('hpsv2'); e.impl.readiness(e.params()); "
             "bad = [x for x in ('torch', 'open_clip', 'transformers') if x in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------- the device path (scoreaudit.gpu)
+
+
+@pytest.mark.parametrize("name", ["laion_aesthetic", "pickscore", "image_reward", "hpsv2", "clip_score"])
+def test_scorers_score_device_tensors_as_they_score_arrays(tiny, name):
+    """Variants that stay on the device (uint8 H×W×3 tensors) give the scores their arrays give."""
+    s = make(name)
+    imgs = resized_images() + exact_images()
+    ps = prompts_for(len(imgs))
+    arrays = s.score(imgs, ps, [])
+    tensors = s.score([torch.from_numpy(im.copy()) for im in imgs], ps, [])
+    assert_close(tensors, arrays, rel=1e-6)
+
+
+def test_cuda_style_float_resize_stays_within_one_level_of_the_cpu_reference(tiny):
+    """On CUDA (no uint8 antialiased kernel) the resize runs in float and is rounded: ≤ 1/255 from the reference."""
+    from scoreaudit.gpu.preprocess import batch as device_batch
+    from scoreaudit.plugins.scorers.model_torch import Preprocess
+
+    imgs = resized_images() + exact_images() + [np.asarray(Image.fromarray(im).resize((256, 192))) for im in resized_images()]
+    std = np.array(tm.OPENAI_STD)[None, :, None, None]
+    for crop_rule in ("hf", "torchvision"):
+        pre = Preprocess(size=S, crop=S, mean=tuple(tm.OPENAI_MEAN), std=tuple(tm.OPENAI_STD), crop_rule=crop_rule)
+        ref = pre.batch(imgs, "cpu", torch.float32).numpy()
+        same = device_batch(pre, [torch.from_numpy(im.copy()) for im in imgs], torch.float32).numpy()
+        assert np.array_equal(same, ref)  # on the CPU the same uint8 kernel runs
+        flt = device_batch(pre, [torch.from_numpy(im.copy()) for im in imgs], torch.float32, uint8_kernel=False).numpy()
+        assert (np.abs(flt - ref) * std * 255).max() <= 1 + 1e-3

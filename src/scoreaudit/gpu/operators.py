@@ -171,11 +171,10 @@ def jpeg(params, image, mask, doses, seed=0, image_hash=None) -> list[Output]:
             continue
         if chw is None:
             chw = image.permute(2, 0, 1).contiguous()
-        data = encode_jpeg(chw, quality=max(1, quality))  # on CUDA: nvJPEG on the device
-        if data.device.type == "cuda":
-            decoded = decode_jpeg(data, device=data.device)
-        else:
-            decoded = decode_jpeg(data)
+        with warnings.catch_warnings():  # each call repeats the TorchCodec notice
+            warnings.simplefilter("ignore", DeprecationWarning)
+            data = encode_jpeg(chw, quality=max(1, quality))  # on CUDA: nvJPEG on the device
+            decoded = decode_jpeg(data, device=data.device) if data.device.type == "cuda" else decode_jpeg(data)
         decoded = decoded.permute(1, 2, 0)
         out = image.clone()
         out[region] = decoded[region]

@@ -13,9 +13,11 @@ returns one `OperatorOutput` per dose, in the order given. Shared rules:
   treat every output image as read-only.
 - `mask` None means the whole image. Pixel-local operators copy the input and
   write only the region's pixels, so pixels outside are bit-identical.
-- Work is vectorised numpy/OpenCV on the CPU (`device` is accepted and
-  ignored); colour operators convert the region's pixels to CIELAB once per
-  sweep (runtime.colour), not once per dose.
+- Work is vectorised numpy/OpenCV on the CPU, the reference; colour operators
+  convert the region's pixels to CIELAB once per sweep, not once per dose. Built
+  with a CUDA `device`, an operator sweeps with its torch twin (scoreaudit.gpu,
+  held equal to this reference by tests/gpu) on the device, and the variants come
+  back as arrays (the executor keys its caches by their content hashes).
 """
 
 from __future__ import annotations
@@ -37,6 +39,29 @@ def _region(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     if mask is None:
         return np.ones(image.shape[:2], bool)
     return np.asarray(mask, dtype=bool)
+
+
+def on_device(name: str, params, device: str, image: np.ndarray, mask: np.ndarray | None,
+              doses: Sequence[float], seed: int) -> list[OperatorOutput]:
+    """The sweep of operator `name` by its torch twin on `device`: the image goes there once, every
+    dose is computed there, and each variant returns once; the identity dose returns `image` itself."""
+    import torch  # noqa: PLC0415 - only for a torch device
+
+    from scoreaudit.gpu.operators import sweep  # noqa: PLC0415
+    from scoreaudit.plugins.base import content_hash
+
+    t = torch.from_numpy(np.require(image, requirements=["C", "W"])).to(device)
+    m = None if mask is None else torch.from_numpy(np.asarray(mask, dtype=bool)).to(device)
+    image_hash = content_hash(image) if name == "noise" else None  # only noise seeds with it
+    out = []
+    for v, info in sweep(name, params, t, m, list(doses), seed, image_hash):
+        arr = image if v is t else v.cpu().numpy()
+        out.append(OperatorOutput(arr, {k: float(x) for k, x in info.items()}))
+    return out
+
+
+def _cuda(device: str | None) -> bool:
+    return bool(device) and str(device).startswith("cuda")
 
 
 def _paste(image: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarray:
@@ -85,6 +110,7 @@ class LabShift:
 
     def __init__(self, params: LabShiftParams, device: str = "cpu") -> None:
         self.params = params
+        self.device = device
         self.channel = CHANNEL_INDEX[params.channel]
 
     def _edit(self, lab: np.ndarray, dose: float) -> np.ndarray:
@@ -93,6 +119,8 @@ class LabShift:
         return out
 
     def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device("lab_shift", self.params, self.device, image, mask, doses, seed)
         return _lab_sweep(image, mask, doses, self.identity, self._edit)
 
 
@@ -114,8 +142,11 @@ class GaussianBlur:
 
     def __init__(self, params: RegionOnly, device: str = "cpu") -> None:
         self.params = params
+        self.device = device
 
     def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device("gaussian_blur", self.params, self.device, image, mask, doses, seed)
         import cv2
 
         region = _region(image, mask)
@@ -154,6 +185,7 @@ class HueRotate:
 
     def __init__(self, params: RegionOnly, device: str = "cpu") -> None:
         self.params = params
+        self.device = device
 
     @staticmethod
     def _edit(lab: np.ndarray, dose: float) -> np.ndarray:
@@ -165,6 +197,8 @@ class HueRotate:
         return out
 
     def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device("hue_rotate", self.params, self.device, image, mask, doses, seed)
         return _lab_sweep(image, mask, doses, self.identity, self._edit)
 
 
@@ -182,8 +216,11 @@ class Jpeg:
 
     def __init__(self, params: RegionOnly, device: str = "cpu") -> None:
         self.params = params
+        self.device = device
 
     def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device("jpeg", self.params, self.device, image, mask, doses, seed)
         import cv2
 
         region = _region(image, mask)
@@ -225,8 +262,11 @@ class Noise:
 
     def __init__(self, params: NoiseParams, device: str = "cpu") -> None:
         self.params = params
+        self.device = device
 
     def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device("noise", self.params, self.device, image, mask, doses, seed)
         region = _region(image, mask)
         field = None
         outputs = []
@@ -273,6 +313,7 @@ class TorsoWarp:
 
     def __init__(self, params: TorsoWarpParams, device: str = "cpu") -> None:
         self.params = params
+        self.device = device
 
     @staticmethod
     def _smooth_fade(t: np.ndarray) -> np.ndarray:
@@ -310,6 +351,8 @@ class TorsoWarp:
         return float(per_row[per_row > 0].mean()) if per_row.any() else float("nan")
 
     def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device("torso_warp", self.params, self.device, image, mask, doses, seed)
         import cv2
 
         region = _region(image, mask)
