@@ -166,8 +166,9 @@ def render(reports: Sequence[ScorerFiles]) -> str:
                 lines.append(f"    {f.repo}/{name}  [{f.role}]  {where}")
             missing = r.missing()
             if missing:
+                again = r.target.rsplit(":", 1)[0] if ".audit:" in r.target else r.scorer
                 lines.append(f"    fetch the {len(missing)} missing file{'s' if len(missing) > 1 else ''} with "
-                             f"`scoreaudit weights --download {r.scorer}`, or:")
+                             f"`scoreaudit weights --download {again}`, or:")
                 lines += [f"      {cmd}" for cmd in fetch_lines(missing)]
         lines.append("")
     ready = sum(r.ready for r in reports)
