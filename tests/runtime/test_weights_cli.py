@@ -135,7 +135,7 @@ def test_download_offline_fails_cleanly(cache, monkeypatch, capsys):
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
     assert main(["weights", "--download", "hpsv2"]) == 3
     err = capsys.readouterr().err
-    assert "failed: xswu/HPSv2/HPS_v2.1_compressed.pt" in err
+    assert "failed: xswu/HPSv2/HPS_v2.1_compressed.pt: cannot reach the Hugging Face Hub" in err
 
 
 @pytest.mark.parametrize("content,problem", [

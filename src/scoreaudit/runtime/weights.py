@@ -202,9 +202,9 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
     except ImportError:
         raise ScorerUnavailable("--download needs huggingface_hub: pip install 'scoreaudit[models]'") from None
     try:
-        from huggingface_hub.errors import EntryNotFoundError
+        from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
     except ImportError:  # huggingface_hub < 0.23
-        from huggingface_hub.utils import EntryNotFoundError
+        from huggingface_hub.utils import EntryNotFoundError, LocalEntryNotFoundError
 
     from scoreaudit.plugins.scorers.model_weights import checkpoint_problem, hf_cache_dir
 
@@ -221,8 +221,11 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
                 try:
                     path = huggingface_hub.hf_hub_download(f.repo, name, cache_dir=str(hf_cache_dir()),
                                                            force_download=f.path is not None)
+                except LocalEntryNotFoundError as e:  # offline (HF_HUB_OFFLINE) or no network: a subclass
+                    result.error = f"cannot reach the Hugging Face Hub (offline or no network): {e}"
+                    break
                 except EntryNotFoundError:
-                    continue  # try the next equivalent name
+                    continue  # the repo has no file of this name: try the next equivalent name
                 except Exception as e:  # noqa: BLE001 - offline, no such repo, network: reported per file
                     result.error = f"{type(e).__name__}: {e}"
                     break
