@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from scoreaudit.gpu import pipeline  # noqa: E402
+from scoreaudit.plugins.gpu import pipeline  # noqa: E402
 from scoreaudit.registry import covariates, load_plugins, measures, operators  # noqa: E402
 from scoreaudit.testing import tiny_models as tm  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The torch device path (scoreaudit.gpu) against the numpy/OpenCV reference, run on the CPU.
+"""The torch device path (scoreaudit.plugins.gpu) against the numpy/OpenCV reference, run on the CPU.
 
 Every registered operator, measure and covariate must have a torch twin and a case here
 (the registry is enumerated, so a new plugin without one fails), and every dose of each case
@@ -15,9 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the models extra is not installed (pip install 'scoreaudit[models]')")
 
-from scoreaudit.gpu import colour as tcolour  # noqa: E402
-from scoreaudit.gpu.measures import TORCH_COVARIATES, TORCH_MEASURES, TorchMeasureContext  # noqa: E402
-from scoreaudit.gpu.operators import TORCH_OPERATORS, sweep  # noqa: E402
+from scoreaudit.plugins.gpu import colour as tcolour  # noqa: E402
+from scoreaudit.plugins.gpu.measures import TORCH_COVARIATES, TORCH_MEASURES, TorchMeasureContext  # noqa: E402
+from scoreaudit.plugins.gpu.operators import TORCH_OPERATORS, sweep  # noqa: E402
 from scoreaudit.plugins import colour  # noqa: E402
 from scoreaudit.plugins.base import MeasureContext, content_hash  # noqa: E402
 from scoreaudit.registry import covariates, load_plugins, measures, operators  # noqa: E402

@@ -494,7 +494,7 @@ def test_module_import_stays_light():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# ---------------------------------------------------------------- the device path (scoreaudit.gpu)
+# ---------------------------------------------------------------- the device path (scoreaudit.plugins.gpu)
 
 
 @pytest.mark.parametrize("name", ["laion_aesthetic", "pickscore", "image_reward", "hpsv2", "clip_score"])
@@ -510,7 +510,7 @@ def test_scorers_score_device_tensors_as_they_score_arrays(tiny, name):
 
 def test_cuda_style_float_resize_stays_within_one_level_of_the_cpu_reference(tiny):
     """On CUDA (no uint8 antialiased kernel) the resize runs in float and is rounded: ≤ 1/255 from the reference."""
-    from scoreaudit.gpu.preprocess import batch as device_batch
+    from scoreaudit.plugins.gpu.preprocess import batch as device_batch
     from scoreaudit.plugins.scorers.model_torch import Preprocess
 
     imgs = resized_images() + exact_images() + [np.asarray(Image.fromarray(im).resize((256, 192))) for im in resized_images()]

@@ -15,7 +15,7 @@ returns one `OperatorOutput` per dose, in the order given. Shared rules:
   write only the region's pixels, so pixels outside are bit-identical.
 - Work is vectorised numpy/OpenCV on the CPU, the reference; colour operators
   convert the region's pixels to CIELAB once per sweep, not once per dose. Built
-  with a CUDA `device`, an operator sweeps with its torch twin (scoreaudit.gpu,
+  with a CUDA `device`, an operator sweeps with its torch twin (scoreaudit.plugins.gpu,
   held equal to this reference by tests/gpu) on the device, and the variants come
   back as arrays (the executor keys its caches by their content hashes).
 """
@@ -47,7 +47,7 @@ def on_device(name: str, params, device: str, image: np.ndarray, mask: np.ndarra
     dose is computed there, and each variant returns once; the identity dose returns `image` itself."""
     import torch  # noqa: PLC0415 - only for a torch device
 
-    from scoreaudit.gpu.operators import sweep  # noqa: PLC0415
+    from scoreaudit.plugins.gpu.operators import sweep  # noqa: PLC0415
     from scoreaudit.plugins.base import content_hash
 
     t = torch.from_numpy(np.require(image, requirements=["C", "W"])).to(device)

@@ -110,16 +110,22 @@ def collect(targets: Sequence[str]) -> list[ScorerFiles]:
 
 
 def _from_spec(path: str) -> list[ScorerFiles]:
-    from scoreaudit import api
-    from scoreaudit.diagnostics import DiagnosticError
+    from scoreaudit.compiler.check import check
+    from scoreaudit.diagnostics import DiagnosticError, has_errors
+    from scoreaudit.grammar.parser import parse
     from scoreaudit.runtime.scorers import resolve_paths
 
-    checked = api.check(path, tables=False)
-    if checked.ir is None:
-        raise DiagnosticError(checked.diagnostics, checked.source)
+    source = Path(path).read_text(encoding="utf-8")
+    module, diags = parse(source, path)
+    ir = None
+    if module is not None and not has_errors(diags):
+        ir, more = check(module, source, path)
+        diags = list(diags) + list(more)
+    if ir is None or has_errors(diags):
+        raise DiagnosticError(diags, source)
     base = Path(path).resolve().parent
     out = []
-    for s in checked.ir.scorers.values():
+    for s in ir.scorers.values():
         entry = scorers.get(s.call.plugin)
         if not hasattr(entry.impl, "hub_files"):
             continue

@@ -146,11 +146,11 @@ class Preprocess:
     def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
         """Images of one shape are resized together (an audit's variants share their base image's size).
 
-        uint8 H×W×3 torch tensors (the device path, scoreaudit.gpu) are preprocessed where they
+        uint8 H×W×3 torch tensors (the device path, scoreaudit.plugins.gpu) are preprocessed where they
         are, after one move to `device` (a no-op when they are already there).
         """
         if len(images) and isinstance(images[0], torch.Tensor):
-            from scoreaudit.gpu.preprocess import batch as device_batch  # noqa: PLC0415
+            from scoreaudit.plugins.gpu.preprocess import batch as device_batch  # noqa: PLC0415
 
             return device_batch(self, [im.to(device) for im in images], dtype)
         arrs = [self._as_rgb(im) for im in images]

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from scoreaudit.gpu import colour
+from scoreaudit.plugins.gpu import colour
 
 Output = tuple[torch.Tensor, dict]
 TORCH_OPERATORS: dict[str, Callable[..., list[Output]]] = {}
@@ -38,7 +38,9 @@ def register(name: str):
 
 
 def _identity(dose: float, identity: float) -> bool:
-    return math.isclose(float(dose), identity, rel_tol=0.0, abs_tol=1e-12)
+    from scoreaudit.compiler.doses import same_dose  # the one definition of "the same dose"
+
+    return same_dose(dose, identity)
 
 
 def _region(image: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

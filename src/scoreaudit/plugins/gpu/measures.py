@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import torch
 
-from scoreaudit.gpu import colour
+from scoreaudit.plugins.gpu import colour
 
 TORCH_MEASURES: dict[str, type] = {}
 TORCH_COVARIATES: dict[str, type] = {}

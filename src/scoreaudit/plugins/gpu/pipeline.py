@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from scoreaudit.gpu import measures as tmeasures
-from scoreaudit.gpu import operators as toperators
+from scoreaudit.plugins.gpu import measures as tmeasures
+from scoreaudit.plugins.gpu import operators as toperators
 
 
 @dataclass
