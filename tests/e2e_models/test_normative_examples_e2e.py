@@ -114,7 +114,7 @@ def _verdict(results, measure, operator):
 
 
 def _validity_r2(out: Path, arm: str, operator: str, measure: str, identity: float) -> float:
-    """METHODS: pooled OLS of Δm(i, d) = m(i, d) − m(i, d0) on d − d0 (non-identity doses), by scipy."""
+    """spec/methods.md: pooled OLS of Δm(i, d) = m(i, d) − m(i, d0) on d − d0 (non-identity doses), by scipy."""
     import pandas as pd
     from scipy.stats import linregress
 

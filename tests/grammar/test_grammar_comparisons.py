@@ -1,4 +1,4 @@
-"""Comparisons between readings (DESIGN §6): the normative S1–S7 parse, print canonically, round-trip."""
+"""Comparisons between readings (spec/language.md): the normative S1–S7 parse, print canonically, round-trip."""
 
 from __future__ import annotations
 

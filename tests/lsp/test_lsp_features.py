@@ -108,7 +108,7 @@ def test_declarations_are_found_while_the_text_does_not_parse():
     ("hypothesis H \"x\" {\n  asymmetry(light) < 0.1 for ", {"s", "each"}),
     ("hypothesis H \"x\" {\n  asymmetry(", {"light", "operator", "test"}),
     ("hypothesis H \"x\" {\n  transfers(asymmetry(light), from: ", {"real", "syn"}),
-    ("hypothesis H \"x\" {\n  difference(asymmetry(light) on ", {"real", "syn"}),  # readings (DESIGN §6)
+    ("hypothesis H \"x\" {\n  difference(asymmetry(light) on ", {"real", "syn"}),  # readings
     ("placebo p = lab_shift(region: skin) of ", {"light"}),
     ("region r = skin(within: ", {"skin"}),
     ("select b = best_of 2 under light by ", {"ita"}),

@@ -167,7 +167,7 @@ def test_validation_and_verdict_reads(folder):
     ("abs(attribute_effect(light, measure: ita, controlling: clip)) < 1", Reads(("light",),
                                                                              (("light", "ita"), ("light", "clip")))),
     ("abs(artifact_effect(light, clip)) < 1", Reads(("light",), (("light", "clip"),))),
-    ("abs(net_drift(best2)) < 1", Reads(("light",), (("light", "ita"),))),
+    ("abs(net_drift(best2)) < 1", Reads(("light",), (("light", "ita"),), ("best2",))),
     ("homogeneous(fidelity_index(light), by: race)", Reads(("light",))),
     ("spearman(score, column: rating) > 0.5", Reads(("original",))),
 ])

@@ -1,4 +1,4 @@
-"""Planted scorers: their output must carry exactly the truth DESIGN §3 documents."""
+"""Planted scorers: their output must carry exactly the truth spec/methods.md documents."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_truth_on_every_builtin_operator(name, identity, lo, hi, placebo):
     for d in doses:  # the fidelity curve, exactly: c(d) = −F·u² + A·u (scaled for placebos)
         u = u_of(d, identity, doses)
         np.testing.assert_allclose(delta[d], gain * (-F * u * u + A * u), atol=1e-12)
-    if symmetric:  # METHODS: FI = −mean_i mean_t E_i(t), A = mean_i mean_t O_i(t)
+    if symmetric:  # spec/methods.md: FI = −mean_i mean_t E_i(t), A = mean_i mean_t O_i(t)
         mid = doses.index(identity)  # doses are listed −t3 … 0 … +t3, so k pairs ±t_k
         pairs = [(doses[mid + k], doses[mid - k]) for k in range(1, mid + 1)]
         even = np.mean([(delta[hi_] + delta[lo_]) / 2 for hi_, lo_ in pairs], axis=0)

@@ -68,3 +68,24 @@ def test_simulate_cli_output(skin_ir, tmp_path):
     assert "power" in text and "H1/laion/real" in text
     assert (tmp_path / "sim" / "simulation.csv").exists() and (tmp_path / "sim" / "simulation.json").exists()
     assert stats is not None
+
+
+def test_calibration_bench_quick_grid_runs(capsys):
+    """bench/calibration.py --quick: every statistic kind gets a table and the run time is printed."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "calibration.py"
+    spec = importlib.util.spec_from_file_location("calibration_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for kind in mod.KINDS:
+        assert f"### {kind}" in out
+    assert "run time:" in out and "coverage" in out
+    # the bar's verdict is computed from the binomial band, not hard-coded
+    row = {"kind": "asymmetry", "level": "boundary", "trials": 400, "coverage": 0.95, "supported": 0.2,
+           "refuted": 0.05}
+    assert mod.verdict(row) == "MISSES: false support"
+    assert mod.verdict({**row, "supported": 0.05}) == "ok"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,12 +34,13 @@ def small(skin_ir):
     return ir, tables
 
 
-def _hand_contrasts(ir, tables, arm, scorer, operator):
+def _hand_contrasts(ir, tables, arm, scorer, operator, raw=False):
     """FI_i and A_i by pandas joins (independent of the engine's matrix code), then cluster means."""
     s = tables["scores"]
     s = s[(s.arm == arm) & (s.scorer == scorer) & (s.operator == operator)]
     base = s[s.dose == 0].set_index("image_id")["score"]
-    sd = np.std(tables["scores"].query("arm == @arm and scorer == @scorer and operator == 'original'")["score"], ddof=1)
+    sd = 1.0 if raw else np.std(
+        tables["scores"].query("arm == @arm and scorer == @scorer and operator == 'original'")["score"], ddof=1)
     fi, asym = {}, {}
     for img, g in s.groupby("image_id"):
         d = g.set_index("dose")["score"] - base[img]
@@ -53,9 +56,11 @@ def _hand_contrasts(ir, tables, arm, scorer, operator):
 
 @pytest.mark.parametrize("arm", ["real", "synthetic"])
 def test_fi_asymmetry_and_tests_match_hand_computation(small, arm):
+    """scale: raw — the t-test over cluster means and its own t interval (one family), against scipy."""
     ir, tables = small
+    ir = with_settings(ir, scale="raw")
     ctx = StatContext(ir, tables)
-    cm, _ = _hand_contrasts(ir, tables, arm, "pick", "light")
+    cm, _ = _hand_contrasts(ir, tables, arm, "pick", "light", raw=True)
     fi = ctx.evaluate(StatCallIR(name="fidelity_index", version="1", params={"operator": "light"}), arm, "pick")
     a = ctx.evaluate(StatCallIR(name="asymmetry", version="1", params={"operator": "light"}), arm, "pick")
     assert fi.estimate == pytest.approx(cm["fi"].mean(), abs=1e-12)
@@ -64,21 +69,71 @@ def test_fi_asymmetry_and_tests_match_hand_computation(small, arm):
     # t-test over cluster means, against scipy
     assert fi.p_greater(0.0) == pytest.approx(stats.ttest_1samp(cm["fi"], 0, alternative="greater").pvalue, abs=1e-8)
     assert a.p_less(0.05) == pytest.approx(stats.ttest_1samp(cm["a"], 0.05, alternative="less").pvalue, abs=1e-8)
+    # support and refutation use one family: the t interval of the same test
+    t_lo, t_hi = stats.t.interval(0.9, len(cm) - 1, loc=cm["fi"].mean(), scale=stats.sem(cm["fi"]))
+    assert fi.family == "t" and fi.interval(0.9) == pytest.approx((t_lo, t_hi), abs=1e-10)
     # the bootstrap: one index matrix per arm, replicate b = mean of the drawn clusters' means
     C = len(cm)
     idx = arm_rng(ir.settings.seed, arm).integers(0, C, size=(ir.settings.bootstrap, C))
     manual = np.array([cm["fi"].to_numpy()[row].mean() for row in idx])
     np.testing.assert_allclose(fi.boot, manual, atol=1e-12)
-    lo, hi = fi.interval(0.95)
-    assert (lo, hi) == pytest.approx(tuple(np.quantile(manual, [0.025, 0.975])), abs=1e-12)
+    pct = replace(fi, method="bootstrap", ci="percentile")
+    assert pct.interval(0.95) == pytest.approx(tuple(np.quantile(manual, [0.025, 0.975])), abs=1e-12)
 
 
-def test_wilcoxon_setting_matches_scipy(small):
+def _hand_bca(theta, boot, jack, level):
+    """Efron & Tibshirani (1993, ch. 14) BCa limits from replicates and jackknife values."""
+    z0 = stats.norm.ppf(np.mean(boot < theta) + 0.5 * np.mean(boot == theta))
+    d = jack.mean() - jack
+    acc = (d ** 3).sum() / (6 * ((d ** 2).sum()) ** 1.5)
+    out = []
+    for q in ((1 - level) / 2, (1 + level) / 2):
+        z = stats.norm.ppf(q)
+        out.append(np.quantile(boot, stats.norm.cdf(z0 + (z0 + z) / (1 - acc * (z0 + z)))))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("arm", ["real", "synthetic"])
+def test_sd_is_re_estimated_in_every_replicate_and_bca_matches_hand(small, arm):
+    """scale: sd — replicate b = (mean of drawn cluster means of raw FI) / (SD of the drawn images' scores)."""
     ir, tables = small
-    ctx = StatContext(with_settings(ir, test="wilcoxon"), tables)
-    cm, _ = _hand_contrasts(ir, tables, "real", "laion", "light")
-    fi = ctx.evaluate(StatCallIR(name="fidelity_index", version="1", params={"operator": "light"}), "real", "laion")
-    assert fi.p_greater(0.1) == pytest.approx(stats.wilcoxon(cm["fi"] - 0.1, alternative="greater").pvalue, abs=1e-8)
+    ctx = StatContext(ir, tables)
+    cm, _ = _hand_contrasts(ir, tables, arm, "pick", "light", raw=True)
+    fi = ctx.evaluate(StatCallIR(name="fidelity_index", version="1", params={"operator": "light"}), arm, "pick")
+    orig = tables["scores"].query("arm == @arm and scorer == 'pick' and operator == 'original'")
+    imgs = tables["images"].query("arm == @arm").set_index("image_id")["cluster"]
+    by_cluster = orig.assign(cluster=imgs.reindex(orig.image_id).to_numpy()).groupby("cluster")["score"]
+    scores = [by_cluster.get_group(c).to_numpy() for c in cm.index]
+    sd = np.std(np.concatenate(scores), ddof=1)
+    assert fi.estimate == pytest.approx(cm["fi"].mean() / sd, abs=1e-12)
+    C = len(cm)
+    idx = arm_rng(ir.settings.seed, arm).integers(0, C, size=(ir.settings.bootstrap, C))
+    manual = np.array([cm["fi"].to_numpy()[row].mean() / np.std(np.concatenate([scores[k] for k in row]), ddof=1)
+                       for row in idx])
+    np.testing.assert_allclose(fi.boot, manual, atol=1e-10)
+    jack = np.array([np.delete(cm["fi"].to_numpy(), k).mean()
+                     / np.std(np.concatenate([x for j, x in enumerate(scores) if j != k]), ddof=1) for k in range(C)])
+    np.testing.assert_allclose(fi.jack, jack, atol=1e-10)
+    assert fi.method == "bootstrap" and fi.family == "bca"
+    assert fi.interval(0.9) == pytest.approx(_hand_bca(fi.estimate, manual, jack, 0.9), abs=1e-10)
+
+
+def test_bca_p_inverts_the_bca_bound():
+    """p(θ ≤ t) ≤ alpha exactly when the one-sided BCa lower bound (two-sided 1 − 2α) lies above t."""
+    from scoreaudit.stats.estimate import Estimate
+
+    rng = np.random.default_rng(3)
+    boot = rng.gamma(4, 0.05, 4000)
+    jack = rng.normal(0.2, 0.02, 30) + np.linspace(0, 0.03, 30) ** 2
+    e = Estimate(0.2, "bootstrap", boot=boot, jack=jack, ci="bca")
+    lo, hi = e.interval(0.9)
+    for t in np.linspace(lo - 0.05, hi + 0.05, 41):
+        assert (e.p_greater(t) <= 0.05) == (t < lo - 1e-9) or abs(t - lo) < 2e-3
+        assert (e.p_less(t) <= 0.05) == (t > hi + 1e-9) or abs(t - hi) < 2e-3
+    st = Estimate(0.2, "bootstrap", boot=boot, jack=jack, ci="studentized", detail={"n_clusters": 30})
+    se = np.std(boot, ddof=1)
+    assert st.interval(0.9) == pytest.approx((0.2 - stats.t.ppf(0.95, 29) * se, 0.2 + stats.t.ppf(0.95, 29) * se))
+    assert st.p_greater(0.0) == pytest.approx(stats.t.sf(0.2 / se, 29))
 
 
 def test_curve_matches_hand_computation(small):
@@ -117,7 +172,7 @@ def test_fe_regression_matches_statsmodels_with_dummies():
 def test_attribute_effect_cell_matches_statsmodels(body_ir):
     tables = planted_tables(body_ir, {"bodies": ArmShape(15, 2)},
                             {"*": {"slope_by": "width", "slope": 0.8, "noise": 0.3}}, seed=3)
-    ctx = StatContext(body_ir, tables)
+    ctx = StatContext(with_settings(body_ir, scale="raw"), tables)
     call = body_ir.cells()[0].statistic
     est = ctx.evaluate(call, "bodies", "laion")
     # independent build of the design with pandas, then statsmodels with dummies
@@ -127,10 +182,11 @@ def test_attribute_effect_cell_matches_statsmodels(body_ir):
     c = m[m.name == "deformation"].set_index(["image_id", "dose"])["value"]
     sc = s.set_index(["image_id", "dose"])["score"]
     sd = np.std(tables["scores"].query("arm == 'bodies' and scorer == 'laion' and operator == 'original'")["score"], ddof=1)
+    sd_est = StatContext(body_ir, tables).evaluate(call, "bodies", "laion")  # scale: sd, bootstrap-tested
     df = pd.DataFrame({"s": sc, "w": w, "c": c}).reset_index()
     base = df[df.dose == 1.0].set_index("image_id")
     df = df[df.dose != 1.0]
-    df["y"] = (df.s - base.loc[df.image_id, "s"].to_numpy()) / sd
+    df["y"] = df.s - base.loc[df.image_id, "s"].to_numpy()
     df["dw"] = df.w - base.loc[df.image_id, "w"].to_numpy()
     clusters = tables["images"].set_index("image_id")["cluster"]
     dummies = pd.get_dummies(df.image_id).astype(float)
@@ -138,6 +194,21 @@ def test_attribute_effect_cell_matches_statsmodels(body_ir):
         cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters.loc[df.image_id])[0]})
     assert est.estimate == pytest.approx(fit.params[0], abs=1e-8)
     assert est.se == pytest.approx(fit.bse[0], abs=1e-8)
+    assert sd_est.estimate == pytest.approx(fit.params[0] / sd, abs=1e-8) and sd_est.method == "bootstrap"
+    # replicate 0 by weighted least squares with the drawn clusters' counts, divided by the replicate's SD
+    W = StatContext(body_ir, tables).arm("bodies").W[0]
+    cl = clusters.reindex(df.image_id).to_numpy()
+    order = np.array(sorted(set(clusters.astype(str))))
+    w_rows = W[np.searchsorted(order, cl.astype(str))]
+    kept = w_rows > 0  # clusters drawn in replicate 0 (with their multiplicity as weights)
+    dk = dummies.to_numpy()[kept]
+    dk = dk[:, dk.sum(0) > 0]
+    wls = sm.WLS(df.y.to_numpy()[kept], np.column_stack([df[["dw", "c"]].to_numpy()[kept], dk]),
+                 weights=w_rows[kept]).fit()
+    orig = tables["scores"].query("arm == 'bodies' and scorer == 'laion' and operator == 'original'")
+    reps = W[np.searchsorted(order, clusters.reindex(orig.image_id).astype(str).to_numpy())]
+    sd0 = np.std(np.repeat(orig.score.to_numpy(), reps.astype(int)), ddof=1)
+    assert sd_est.boot[0] == pytest.approx(wls.params[0] / sd0, abs=1e-8)
 
 
 @pytest.mark.parametrize("method,sm_name", [("bh", "fdr_bh"), ("by", "fdr_by"), ("holm", "holm"),
@@ -190,8 +261,11 @@ def test_homogeneity_omnibus_matches_scipy_kruskal_and_anova(small, skin_ir):
     cm, _ = _hand_contrasts(ir, tables, "real", "hps", "light")
     race = tables["images"].query("arm == 'real'").set_index("cluster")["race"]
     groups = [cm["fi"][race.reindex(cm.index) == lv].to_numpy() for lv in ("A", "B")]
+    assert est.detail["design"] == "nested" and est.detail["test"] == "kruskal"  # chosen from the design
     assert est.p_fixed == pytest.approx(stats.kruskal(*groups).pvalue, abs=1e-8)
     anova = cell.statistic.model_copy(update={"params": {**cell.statistic.params, "test": "anova"}})
     assert ctx.evaluate(anova, "real", "hps").p_fixed == pytest.approx(stats.f_oneway(*groups).pvalue, abs=1e-8)
     lc = est.detail["largest_contrast"]
-    assert lc["p"] == pytest.approx(stats.ttest_ind(groups[0], groups[1], equal_var=False).pvalue, abs=1e-8)
+    by = {s["stratum"]: s["estimate"] for s in est.detail["strata"]}
+    assert lc["difference"] == pytest.approx(by[lc["a"]] - by[lc["b"]], abs=1e-12)
+    assert lc["label"].startswith("selected after the fact")

@@ -42,6 +42,19 @@ def test_body_warp_shaped_audit_is_a_stress_test_with_three_failures(body_ir):
     assert "geometric" in iso["detail"] and "r2 =" in val["detail"] and "no real arm" in real["detail"]
 
 
+def test_cells_on_a_stress_test_axis_carry_the_qualifier(body_ir, skin_ir):
+    tables = planted_tables(body_ir, {"bodies": ArmShape(30, 2)}, {"*": {"noise": 0.5}}, seed=4,
+                            model=MeasureModel(slope=1.0, noise=0.5))
+    res, _, _ = compute(body_ir, tables, with_sections=False)
+    for c in res["cells"]:
+        assert c["axis"] == ["width", "widen"] and c["qualifier"] == "stress-test-only"
+        assert "stress test, not a bias measurement" in c["sentence"]
+    ok = only_hypotheses(skin_ir, "H1")
+    res, _, _ = compute(ok, planted_tables(ok, {"real": ArmShape(120, 1), "synthetic": ArmShape(10, 3)},
+                                           {"*": {"fidelity": 0.5, "noise": 0.5}}, seed=4), with_sections=False)
+    assert all(c["qualifier"] is None and "stress test" not in c["sentence"] for c in res["cells"])
+
+
 def _write_bundle(tmp_path, ir, tables):
     (tmp_path / "tables").mkdir()
     (tmp_path / "ir.json").write_text(ir.model_dump_json(), encoding="utf-8")
@@ -54,7 +67,7 @@ def _write_bundle(tmp_path, ir, tables):
 def test_analyse_writes_a_json_clean_results_bundle(skin_ir, tmp_path):
     ir = with_settings(skin_ir, bootstrap=300, robustness=3)
     tables = planted_tables(ir, {"real": ArmShape(40, 1, {"race": ("A", "B")}), "synthetic": ArmShape(10, 3)},
-                            {"*": {"fidelity": 0.5, "asymmetry": 0.1, "noise": 0.5, "placebo": 0.0}}, seed=9)
+                            {"*": {"fidelity": 0.5, "asymmetry": 0.1, "noise": 0.5, "placebo": -1.0}}, seed=9)
     # one image lacks a score at one dose: it must be listed, not silently dropped
     s = tables["scores"]
     tables["scores"] = s.drop(s.index[(s.image_id == "rea000003") & (s.operator == "blur") & (s.dose == 2.0)])
@@ -70,9 +83,9 @@ def test_analyse_writes_a_json_clean_results_bundle(skin_ir, tmp_path):
     for c in res["cells"]:
         assert c["outcome"] in ("supported", "refuted", "inconclusive") and c["sentence"].endswith(".")
         assert "robustness" in c
-    # placebo FI is 0 → ratio undefined → null in JSON
+    # the scorer rewards the shift on the placebo region (FI < 0) → ratio undefined, with the reason → null in JSON
     h3 = [c for c in res["cells"] if c["hypothesis"] == "H3"]
-    assert all(c["estimate"] is None and c["outcome"] == "inconclusive" for c in h3)
+    assert all(c["estimate"] is None and c["outcome"] == "inconclusive" and "rewards" in c["undefined"] for c in h3)
     for name in ("cells", "curves", "fi", "placebo", "drift", "transfer", "strata", "validity", "contrasts"):
         assert res["tables"][name] == f"tables/{name}.parquet"
         assert len(pd.read_parquet(tmp_path / res["tables"][name]))

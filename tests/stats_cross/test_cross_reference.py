@@ -41,6 +41,12 @@ def test_group_gap_matches_statsmodels_marginal_contrast():
     se = float(np.sqrt(L @ m.cov_params().to_numpy() @ L))
     assert est.estimate == pytest.approx(ref, abs=1e-8)
     assert est.se == pytest.approx(se, abs=1e-8)
+    # t with G − 1 degrees of freedom, as statsmodels' use_t for clustered covariances
+    mt = smf.ols("z ~ C(race, Treatment('white')) * C(gender, Treatment('male'))", d).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(d["set_id"])[0]}, use_t=True)
+    tt = mt.t_test(L)
+    assert 2 * min(est.p_greater(0.0), est.p_less(0.0)) == pytest.approx(float(tt.pvalue), abs=1e-8)
+    assert est.df == d["set_id"].nunique() - 1
     assert est.estimate > 0.4  # planted effect of 0.7 raw units ~ recovered in z units
 
 
@@ -54,8 +60,14 @@ def test_factor_effect_wald_p_matches_statsmodels_and_planted_sign():
         cov_type="cluster", cov_kwds={"groups": pd.factorize(d["set_id"])[0]})
     names = [n for n in m.params.index if "race" in n]
     R = np.array([[1.0 if n == k else 0.0 for n in m.params.index] for k in names])
-    w = m.wald_test(R, scalar=True, use_f=False)
+    mt = smf.ols("z ~ C(race, Treatment('white')) * C(gender, Treatment('male'))", d).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(d["set_id"])[0]}, use_t=True)
+    w = mt.wald_test(R, scalar=True, use_f=True)  # F(q, G − 1), not χ²
+    G = d["set_id"].nunique()
+    assert float(w.df_denom) == G - 1
     assert est.detail["wald_p"] == pytest.approx(float(w.pvalue), rel=1e-8, abs=1e-300)
+    chi2 = m.wald_test(R, scalar=True, use_f=False)
+    assert est.detail["wald_p"] > float(chi2.pvalue)  # χ² was anti-conservative
     assert est.p_greater(0.0) == est.detail["wald_p"]
     mm = est.detail["marginal_means"]
     assert mm["black"] > mm["white"] and mm["black"] > mm["asian"]

@@ -156,10 +156,10 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0409", "best_of n larger than the dose variants", "Under an operator the candidates are the dose variants "
          "of one image, so n cannot exceed the number of doses.", "Lower n or add doses.",
          "select best9 = best_of 9 under light by ita\n"),
-    Code("E0410", "doses not symmetric", "`fidelity_index`, `asymmetry` and `placebo_ratio` pair each dose with its "
-         "mirror around the identity; the operator lacks some mirrors.", "Add the mirrored doses the help lists.",
+    Code("E0410", "doses not symmetric", "`asymmetry` pairs each dose with its mirror around the identity; the "
+         "operator lacks some mirrors.", "Add the mirrored doses the help lists.",
          "operator warm = lab_shift(channel: b, region: skin) doses 0, 5, 10\n"
-         'hypothesis H1 "t" {\n  fidelity_index(warm) > 0 on real for each scorer\n}\n'),
+         'hypothesis H1 "t" {\n  asymmetry(warm) > 0 on real for each scorer\n}\n'),
     Code("E0411", "not a placebo of the operator", "`placebo_ratio(o, p)` needs p declared as `placebo p = ... of o`.",
          "Name a placebo of the operator.",
          "operator blur = hue_rotate(region: skin) doses -2, -1, 0, 1, 2\n"
@@ -217,6 +217,34 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0471", "agreement metric needs a call", "accuracy, f1 and kappa compare a yes/no call with the label; "
          "on an images arm a score is not a call.", "Use `metric: auroc` on images arms, or a pairs arm.",
          'hypothesis S7 "t" {\n  agreement(label: judge, metric: f1) > 0.6 on real for each scorer\n}\n'),
+    Code("E0420", "doses neither symmetric nor one-sided", "`fidelity_index` and `placebo_ratio` need doses "
+         "symmetric around the identity (the fidelity index) or all on one side of it (the penalty index of a "
+         "degradation such as blur).", "Add the mirrored doses, or keep every dose on one side of the identity.",
+         "operator warm = lab_shift(channel: b, region: skin) doses -5, 0, 5, 10\n"
+         'hypothesis H1 "t" {\n  fidelity_index(warm) > 0 on real for each scorer\n}\n'),
+    Code("E0421", "dose not among the operator's doses", "`curve(o, d)` (and every statistic that names a dose) "
+         "reads the score change at a dose the operator applies; any other dose would be an undefined cell.",
+         "Name one of the operator's doses, or add the dose to its list.",
+         'hypothesis H1 "t" {\n  curve(light, 3) < 0 on real for each scorer\n}\n'),
+    Code("E0422", "directional drift without doses", "`directional_drift` compares the picked dose with its mirror, "
+         "so its selection must pick among the dose variants of one image (`best_of n under OPERATOR`).",
+         "Select under an operator, or use `net_drift`.",
+         "select pick2 = best_of 2 by ita\n"
+         'hypothesis H1 "t" {\n  abs(directional_drift(pick2)) < 1 on synthetic for each scorer\n}\n'),
+    Code("E0423", "directional drift needs symmetric doses", "`directional_drift` needs every dose's mirror "
+         "2·d0 − d among the operator's doses.", "Add the mirrored doses, or use `net_drift`.",
+         "operator warm = lab_shift(channel: b, region: skin) doses 0, 5, 10\n"
+         "select best2 = best_of 2 under warm by ita\n"
+         'hypothesis H1 "t" {\n  abs(directional_drift(best2)) < 1 on real for each scorer\n}\n'),
+    Code("E0424", "claim against the wrong null value", "Every statistic declares its no-effect value (0 for effects, "
+         "0.5 for accuracies, 1 for ratios). `θ > 0`, `θ < 0` and `abs(θ) < δ` test θ against 0, which is "
+         "trivially true or meaningless for a statistic whose null value is not 0 (e.g. an accuracy is never "
+         "below 0).", "Compare with the statistic's null value (`pairwise_accuracy() > 0.5`), or use "
+         "`within [a, b]`.", 'hypothesis W1 "t" {\n  pairwise_accuracy() > 0 on wide for each scorer\n}\n'),
+    Code("E0425", "transfer of a statistic without a null value", "`transfers(θ)` forms the ratio of the two arms' "
+         "readings centred on θ's null value; a statistic whose no-effect value depends on the data (a mean rank, "
+         "a recall at k) has none.", "Transfer a statistic with a null value.",
+         'hypothesis H1 "t" {\n  transfers(recall_best(1), from: synthetic, to: real) for each scorer\n}\n'),
     # ------------------------------------------------------------ E05 arm requirements
     Code("E0501", "needs an images arm", "The statistic works on images (operators, factors, clusters), but the arm "
          "is a pairs arm.", "Run it on an `images(...)` arm.",
@@ -317,6 +345,15 @@ CATALOGUE: tuple[Code, ...] = (
          "Compare magnitudes with `abs(ratio(a, b)) < t`, or also claim that each reading is positive.",
          'hypothesis S1 "t" {\n  ratio(fidelity_index(light) for laion, fidelity_index(light) for pick) < 0.05 '
          'on real\n}\n'),
+    Code("W0420", "homogeneity without a margin", "`homogeneous(θ, by: s)` is refuted when the omnibus test is "
+         "significant, but a non-significant test is absence of evidence, so without `margin:` it is never "
+         "supported.", "Add `margin: δ` (in θ's units): supported when every pairwise stratum difference's "
+         "(1 − 2α) CI lies inside [−δ, δ].",
+         'hypothesis H1 "t" {\n  homogeneous(fidelity_index(light), by: race) on real for each scorer\n}\n'),
+    _r("W0421", "few clusters for scale: sd", "Statistics in SD units divide by an SD estimated from the arm's "
+       "own images; with few clusters that SD's uncertainty makes intervals under-cover (spec/methods.md, "
+       "measured calibration). Written to results.json `warnings`.",
+       "Add clusters, read the SD-unit verdicts with care, or use `scale: raw`."),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),

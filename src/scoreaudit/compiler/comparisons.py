@@ -1,4 +1,4 @@
-"""Comparisons between readings: `difference(a, b)` and `ratio(a, b)` → cells (DESIGN §6).
+"""Comparisons between readings: `difference(a, b)` and `ratio(a, b)` → cells (spec/methods.md, "Comparisons").
 
 A reading is a statistic with its own `on ARM`, `for SCORER` and
 `where COLUMN = VALUE` qualifiers; what it leaves out is filled from the claim

@@ -9,17 +9,11 @@ on an arm when a measures table has rows for its name. A table-provided
 not compute the rest: `missing_cells` lists the ones it lacks and
 `coverage_diagnostics` turns them into errors that name each cell.
 
-What a cell reads (`STAT_READS`, by statistic name):
-- fidelity_index, asymmetry, curve: the operator at every dose;
-- placebo_ratio: the operator and its placebo at every dose;
-- attribute_effect / artifact_effect: the operator at every dose, and the
-  measure and covariates at every dose;
-- net_drift: the selection's operator at every dose (`original` for a
-  cross-image selection), and the selection's measure there;
-- transfers / homogeneous / correlate: what their nested statistic reads (on
-  each arm the cell names);
-- every other statistic (cross-image, pairs): the `original` image, or its
-  `operator` argument at every dose when it has one.
+What a cell reads comes from its statistic's registry entry (`reads` in
+scoreaudit.plugins.statistics, interpreted by compiler/reads.py): e.g. the
+operator at every dose, its placebo, the measures under it, a selection's
+operator and measure, or what a nested statistic reads (on each arm the cell
+names); statistics that declare nothing read the `original` image.
 Validations read their measure under their operator on every images arm; a
 cell about an attribute axis (measure, operator) reads the builtin `leakage`
 under that operator (the auditability verdict). An operator's identity dose
@@ -32,10 +26,10 @@ columns: no file access, so `scoreaudit check` and tests call them directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Protocol, Sequence
 
 from scoreaudit.compiler.doses import dose_key
-from scoreaudit.compiler.ir import ORIGINAL, AuditIR, CellIR, StatCallIR
+from scoreaudit.compiler.ir import ORIGINAL, AuditIR, CellIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 LIMIT = 10  # missing cells named one by one before a summary
@@ -66,82 +60,8 @@ class ProvidedTables(Protocol):
 
 # ---------------------------------------------------------------- what a statistic reads
 
-
-@dataclass(frozen=True)
-class Reads:
-    """Operators whose every dose a statistic reads (ORIGINAL: the unaltered image), and measures under them."""
-
-    operators: tuple[str, ...] = ()
-    measures: tuple[tuple[str, str], ...] = ()  # (operator, measure or covariate name)
-
-    def __add__(self, other: "Reads") -> "Reads":
-        return Reads(tuple(dict.fromkeys(self.operators + other.operators)),
-                     tuple(dict.fromkeys(self.measures + other.measures)))
-
-
-def _names(v: Any) -> tuple[str, ...]:
-    if v is None:
-        return ()
-    return (v,) if isinstance(v, str) else tuple(v)
-
-
-def _operator(call: StatCallIR, ir: AuditIR) -> Reads:
-    return Reads((call.params["operator"],))
-
-
-def _placebo(call: StatCallIR, ir: AuditIR) -> Reads:
-    return Reads((call.params["operator"], call.params["placebo"]))
-
-
-def _attribute(call: StatCallIR, ir: AuditIR) -> Reads:
-    op = call.params["operator"]
-    names = _names(call.params.get("measure")) + _names(call.params.get("controlling")) \
-        + _names(call.params.get("covariate"))
-    return Reads((op,), tuple((op, n) for n in dict.fromkeys(names)))
-
-
-def _drift(call: StatCallIR, ir: AuditIR) -> Reads:
-    sel = ir.selections[call.params["selection"]]
-    op = sel.operator or ORIGINAL
-    return Reads((op,), ((op, sel.measure),))
-
-
-def _nested(call: StatCallIR, ir: AuditIR) -> Reads:
-    return reads(call.inner, ir) if call.inner is not None else Reads((ORIGINAL,))
-
-
-def _decompose(call: StatCallIR, ir: AuditIR) -> Reads:
-    """The gap (original scores) plus the attribute effect (`via:`) and its measure on the originals."""
-    out = Reads((ORIGINAL,)) + (reads(call.inner, ir) if call.inner is not None else Reads())
-    via = call.params.get("via")
-    if isinstance(via, dict):
-        out = out + reads(StatCallIR.model_validate(via), ir)
-    return out
-
-
-STAT_READS: dict[str, Callable[[StatCallIR, AuditIR], Reads]] = {
-    "fidelity_index": _operator,
-    "asymmetry": _operator,
-    "curve": _operator,
-    "placebo_ratio": _placebo,
-    "attribute_effect": _attribute,
-    "artifact_effect": _attribute,
-    "net_drift": _drift,
-    "transfers": _nested,
-    "homogeneous": _nested,
-    "share": _nested,
-    "decompose": _decompose,
-    "correlate": _nested,
-}
-
-
-def reads(call: StatCallIR, ir: AuditIR) -> Reads:
-    """What one statistic call reads (see the module docstring)."""
-    fn = STAT_READS.get(call.name)
-    if fn is not None:
-        return fn(call, ir)
-    op = call.params.get("operator")
-    return Reads((op,)) if isinstance(op, str) and op in ir.operators else Reads((ORIGINAL,))
+# Each statistic's registry entry says what it reads (compiler/reads.py interprets it).
+from scoreaudit.compiler.reads import Reads, reads  # noqa: E402,F401  (re-exported)
 
 
 def _doses(ir: AuditIR, operator: str) -> tuple[float, ...]:

@@ -200,7 +200,7 @@ manifest when it exists at check time (E0465, E0466), else at run time.
 Cell ids name both scorers or arms when they differ: `S1/hps:laion/real`,
 `S2/laion/real:synthetic`. Readings on the same clusters (the same arm, arms
 over the same manifest ids, the same pairs) are paired and share one bootstrap;
-disjoint ones are resampled independently (METHODS: Comparisons).
+disjoint ones are resampled independently (spec/methods.md: Comparisons).
 
 `decompose(group_gap(s, a, b), via: attribute_effect(o, measure: m))` and
 `share(decompose(...), part: attribute | confound)` split an observed gap
@@ -221,7 +221,7 @@ nested statistic):
 3. otherwise the measure of the first `validate M under O` for that operator;
 4. otherwise the first declared `measure` on the same region as the operator.
 
-The auditability verdict (METHODS.md) is given per axis.
+The auditability verdict (spec/methods.md) is given per axis.
 
 ## Report
 

@@ -153,6 +153,39 @@ def _fmt_doses(ds) -> str:
     return ", ".join(f"{d:g}" for d in ds)
 
 
+def _one_sided(op) -> bool:
+    """Every dose other than the identity lies on one side of it (blur, JPEG, noise)."""
+    off = [d - op.identity for d in op.doses if abs(d - op.identity) > 1e-9]
+    return bool(off) and (all(x > 0 for x in off) or all(x < 0 for x in off))
+
+
+def _null_text(v) -> str:
+    return "none" if v is None else f"{v:g}"
+
+
+def check_nulls(low: Lowered, expr: Any, test: ir.TestIR, st) -> bool:
+    """Claims and combinators must test a statistic against its own null value (registry `null`)."""
+    sink = st.sink
+    ok = True
+    null = low.entry.meta.get("null")
+    if test.kind in ("greater", "less") and test.threshold == 0 and null != 0.0 and low.entry.meta.get("returns") != "claim":
+        sink.emit("E0424", expr.right, f"`{low.name}` has null value {_null_text(null)}, so `{text(expr)}` tests it "
+                  "against the wrong value (0 is not its no-effect value)",
+                  f"compare with its null value, e.g. `{text(expr.left)} {expr.op} {_null_text(null) if null is not None else 'THRESHOLD'}`")
+        ok = False
+    if test.kind == "equivalence" and isinstance(getattr(expr, "left", None), ast.Abs) and null != 0.0:
+        sink.emit("E0424", expr.left, f"`abs(θ) < δ` tests `{low.name}` against 0, but its null value is "
+                  f"{_null_text(null)}", f"write the interval around its null value: `{text(expr.left.call)} within "
+                  f"[a, b]`")
+        ok = False
+    if low.name == "transfers" and low.inner is not None and low.inner.entry.meta.get("null") is None:
+        sink.emit("E0425", low.bound.arg_node("statistic") or low.bound.call,
+                  f"`{low.inner.name}` has no null value, so its transfer ratio has no meaning",
+                  "transfer a statistic with a no-effect value (an effect, a correlation, an accuracy)")
+        ok = False
+    return ok
+
+
 def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
     """Check what `low` (and its nested statistic) needs from arm `arm_name`; False after errors."""
     sink = st.sink
@@ -193,6 +226,38 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
             sink.emit("E0410", low.bound.arg_node("operator"),
                       f"`{name}` needs doses symmetric around the identity {op.identity:g}, but `{op.name}` has "
                       f"doses {_fmt_doses(op.doses)}", help_text)
+            ok = False
+    if "fi_doses" in needs:
+        op = st.operators.get(params.get("operator"))
+        if op is not None and not op.symmetric and not _one_sided(op):
+            missing = sorted({round(2 * op.identity - d, 9) for d in op.doses} - set(op.doses))
+            sink.emit("E0420", low.bound.arg_node("operator"),
+                      f"`{name}` needs doses symmetric around the identity {op.identity:g} (fidelity index) or all "
+                      f"on one side of it (penalty index), but `{op.name}` has doses {_fmt_doses(op.doses)}",
+                      f"add the mirrored doses {_fmt_doses(missing)}, or keep the doses on one side of "
+                      f"{op.identity:g}")
+            ok = False
+    if "dose" in needs and params.get("dose") is not None:
+        op = st.operators.get(params.get("operator"))
+        d = float(params["dose"])
+        if op is not None and not any(abs(d - x) <= 1e-9 for x in op.doses):
+            sink.emit("E0421", low.bound.arg_node("dose"), f"`{op.name}` has no dose {d:g} "
+                      f"(its doses: {_fmt_doses(op.doses)})", f"name one of the doses of `{op.name}`, or add {d:g} "
+                      "to its dose list")
+            ok = False
+    if name == "directional_drift":
+        sel = st.selections.get(params.get("selection"))
+        if sel is not None and sel.operator is None:
+            sink.emit("E0422", low.bound.arg_node("selection"), f"`directional_drift` compares the picked dose "
+                      f"with its mirror, but selection `{sel.name}` picks among images, not doses",
+                      f"select among dose variants: `best_of {sel.n} under OPERATOR by {sel.measure}`, or use "
+                      f"`net_drift({sel.name})`")
+            ok = False
+        elif sel is not None and sel.operator in st.operators and not st.operators[sel.operator].symmetric:
+            op = st.operators[sel.operator]
+            sink.emit("E0423", low.bound.arg_node("selection"), f"`directional_drift` needs doses symmetric around "
+                      f"the identity, but `{op.name}` has doses {_fmt_doses(op.doses)}",
+                      f"add the mirrored doses to `{op.name}`, or use `net_drift({sel.name})`")
             ok = False
     if "placebo" in needs:
         pl, target = params.get("placebo"), params.get("operator")
@@ -289,6 +354,12 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
     before = sink.error_count()
     low, ok = lower_stat(_stat_call(claim.expr), st)
     test = make_test(claim.expr, low.entry, sink) if low is not None else None
+    if test is not None and not check_nulls(low, claim.expr, test, st):
+        test = None
+    if test is not None and low.name == "homogeneous" and low.bound.params.get("margin") is None:
+        sink.emit("W0420", low.bound.call, "`homogeneous(...)` without `margin:` can be refuted or inconclusive but "
+                  "never supported: a non-significant test is absence of evidence, not evidence of homogeneity",
+                  f"add an equivalence margin in the statistic's units, e.g. `{text(low.bound.call)[:-1]}, margin: 0.1)`")
     scope = low.entry.meta.get("scope", "arm") if low is not None else "arm"
 
     # scorers

@@ -39,6 +39,7 @@ class Settings(Frozen):
     bootstrap: int = 2000
     scale: Literal["sd", "raw"] = "sd"
     test: Literal["ttest", "wilcoxon", "bootstrap"] = "ttest"
+    ci: Literal["bca", "percentile", "studentized"] = "bca"  # bootstrap interval family (spec/methods.md)
     min_real_clusters: int = 100
     max_leakage: float = 0.001  # pixel isolation: mean leakage share allowed
     robustness: int = 1
@@ -187,7 +188,7 @@ def readings_of(call: StatCallIR) -> list[ReadingIR]:
 
 
 class TestIR(Frozen):
-    """How a cell's estimate is judged (METHODS: hypothesis outcomes).
+    """How a cell's estimate is judged (spec/methods.md: hypothesis outcomes).
 
     kind: greater (θ > t / θ >= t), less, equivalence (abs(θ) < δ is the
     interval (−δ, δ); `within [a, b]`), claim (the statistic decides itself:

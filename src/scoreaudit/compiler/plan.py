@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scoreaudit.compiler import ir
 from scoreaudit.gcpause import paused_gc
+from scoreaudit.compiler.reads import reads
 
 PLAN_SCHEMA_VERSION = 1
 KEY_ALGO_VERSION = 1
@@ -218,7 +219,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
     images = {name: count_images(arm, base) for name, arm in audit.arms.items()}
     regions = _region_order(audit)
     settings = audit.settings.model_dump(mode="json")
-    stat_settings = {k: settings[k] for k in ("seed", "bootstrap", "scale", "test", "robustness", "max_groups")}
+    stat_settings = {k: settings[k] for k in ("seed", "bootstrap", "scale", "test", "ci", "robustness", "max_groups")}
     measure_names = list(audit.measures)
     variants: dict[str, int] = {}
     # a measure step's params are the same for every (arm, operator): canonicalise them once
@@ -280,7 +281,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
     cells = audit.cells()
     used_selections: dict[tuple[str, str], None] = {}
     for c in cells:
-        for sel in _selections_of(c.statistic):
+        for sel in _selections_of(c.statistic, audit):
             for a in c.arms:
                 used_selections[(a, sel)] = None
     for arm_name, sel_name in used_selections:
@@ -307,7 +308,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         refs = refs_memo.get((c.hypothesis, c.claim))
         if refs is None:  # the cells of one claim share its statistic
             refs = refs_memo[(c.hypothesis, c.claim)] = (
-                _operators_of(c.statistic, audit), _measures_of(c.statistic), _selections_of(c.statistic))
+                _operators_of(c.statistic, audit), _measures_of(c.statistic, audit), _selections_of(c.statistic, audit))
         operators_, measures_, selections_ = refs
         deps: list[str] = []
         for a, scorer in dict.fromkeys((a, s) for a, s, _ in c.parts()):
@@ -370,38 +371,25 @@ def _region_version(reg: ir.RegionIR) -> str:
     return reg.expr.call.version if isinstance(reg.expr, ir.RegionCallIR) else "1"
 
 
-def _walk_stats(stat: ir.StatCallIR):
-    for r in ir.readings_of(stat):  # difference/ratio: the statistics of both readings
-        yield from ir.walk_stats(r.statistic)
-    yield from ir.walk_stats(stat)
-
-
-def _selections_of(stat: ir.StatCallIR) -> list[str]:
-    return [s.params["selection"] for s in _walk_stats(stat) if isinstance(s.params.get("selection"), str)]
-
-
-def _measures_of(stat: ir.StatCallIR) -> list[str]:
-    out = []
-    for s in _walk_stats(stat):
-        for k in ("measure", "covariate", "controlling"):
-            v = s.params.get(k)
-            out.extend([v] if isinstance(v, str) else (v or []))
+def _reads_of(stat: ir.StatCallIR, audit: ir.AuditIR):
+    """What the statistic reads (its registry entry), and for difference/ratio what both readings read."""
+    out = reads(stat, audit)
+    for r in ir.readings_of(stat):
+        out = out + reads(r.statistic, audit)
     return out
+
+
+def _selections_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
+    return list(_reads_of(stat, audit).selections)
+
+
+def _measures_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
+    return list(dict.fromkeys(m for _, m in _reads_of(stat, audit).measures))
 
 
 def _operators_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
-    out: list[str] = []
-    for s in _walk_stats(stat):
-        for k in ("operator", "placebo"):
-            v = s.params.get(k)
-            if isinstance(v, str) and v in audit.operators and v not in out:
-                out.append(v)
-        sel = s.params.get("selection")
-        if isinstance(sel, str) and sel in audit.selections and audit.selections[sel].operator:
-            o = audit.selections[sel].operator
-            if o not in out:
-                out.append(o)
-    return out
+    """Operators whose scores the statistic reads (what its registry entry declares)."""
+    return [o for o in _reads_of(stat, audit).operators if o in audit.operators]
 
 
 # ---------------------------------------------------------------- printing

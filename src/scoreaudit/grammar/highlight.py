@@ -24,7 +24,7 @@ GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
 
 #: Keywords that open a declaration (their next word is the declared name).
 DECLARATION_KEYWORDS = ("scorer", "arm", "region", "measure", "covariate", "operator", "placebo",
-                        "select", "hypothesis", "probe")  # `probe`: DESIGN §6 (optimisation probes)
+                        "select", "hypothesis", "probe")  # `probe`: optimisation probes (planned)
 #: Keywords that open a settings block or a statement that declares no name.
 BLOCK_KEYWORDS = ("audit", "report", "validate")
 
@@ -34,7 +34,7 @@ def grammar_keywords() -> tuple[str, ...]:
     """Every keyword terminal of audit.lark (`_SCORER.2: /scorer\\b.../` → `scorer`)."""
     text = GRAMMAR_PATH.read_text(encoding="utf-8")
     found = re.findall(r"^_[A-Z_]+\.\d+:\s*/([a-z_]+)\\b", text, flags=re.MULTILINE)
-    # Words the design adds next to the grammar in this release wave (DESIGN §6); harmless before they land.
+    # Words planned next to the grammar in this release wave; harmless before they land.
     return tuple(sorted(set(found) | {"where"}))
 
 

@@ -1,4 +1,4 @@
-"""Declarations of the statistics that compare or combine readings (METHODS: Comparisons, Labels).
+"""Declarations of the statistics that compare or combine readings (spec/methods.md: Comparisons, Labels).
 
 `difference(a, b)` and `ratio(a, b)` are language forms, not calls (their
 arguments are readings with their own `on`/`for`/`where`), so they are
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from scoreaudit.registry import Params, Ref, statistics
+from scoreaudit.plugins.statistics import statistic
+from scoreaudit.registry import Params, Ref
 
 StatisticRef = Annotated[Any, Ref("statistic")]
 Column = Annotated[str, Ref("column")]
@@ -21,8 +22,10 @@ class DecomposeParams(Params):
     via: StatisticRef = None
 
 
-@statistics.register("decompose", params=DecomposeParams, version="1", positional=("gap",),
-                     returns="number", scope="arm", needs=("images",), unit="sd", combines=True)
+@statistic("decompose", params=DecomposeParams, positional=("gap",), needs=("images",), unit="sd", combines=True,
+           null=0.0, sign="signed", reads=("original", "inner", "via"), words="attribute part of the gap",
+           estimator="scoreaudit.stats.comparisons:decompose", truth=None,
+           truth_note="the planted model has no group composition to decompose")
 def decompose():
     """Split an observed gap between two groups into the part a within-image attribute effect explains.
 
@@ -39,8 +42,10 @@ class ShareParams(Params):
     part: Literal["attribute", "confound"]
 
 
-@statistics.register("share", params=ShareParams, version="1", positional=("statistic",),
-                     returns="number", scope="arm", needs=("images",), unit="share")
+@statistic("share", params=ShareParams, positional=("statistic",), needs=("images",), unit="share", null=None,
+           sign="unsigned", reads=("inner",), words="share of the gap",
+           estimator="scoreaudit.stats.comparisons:share", truth=None,
+           truth_note="the planted model has no group composition to decompose")
 def share():
     """Share of an observed gap that one part of `decompose(...)` accounts for: part / observed gap.
 
@@ -55,8 +60,10 @@ class AgreementParams(Params):
     prompt: Optional[str] = None  # which prompt's scores, for precomputed pairs with several
 
 
-@statistics.register("agreement", params=AgreementParams, version="1", returns="number", scope="arm",
-                     needs=(), unit="share")
+@statistic("agreement", params=AgreementParams, needs=(), unit="share", null=None, sign="unsigned",
+           reads=("original",), words="agreement with the labels",
+           estimator="scoreaudit.stats.comparisons:agreement", truth=None,
+           truth_note="judge labels are not part of the planted model")
 def agreement():
     """Agreement of the scorer with a judge's label column (an LLM or a person), per pair or per image.
 

@@ -4,7 +4,7 @@ Cells carry `ci_level` (1 − 2α, the interval the outcome rule reads) and a
 test (`greater`, `less`, `equivalence`, `claim`); section rows carry their own
 `ci_level` (1 − α, descriptive) and, where the statistics say so, the sidedness
 of each p (`*_sided`). A bundle without those fields gets the documented
-defaults of the statistics that wrote it (METHODS), named here once.
+defaults of the statistics that wrote it (spec/methods.md), named here once.
 """
 
 from __future__ import annotations

@@ -44,13 +44,15 @@ def weighted_ratio(W: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarra
 
     `num` and `den` are (C,) or (C, k); the result is (B,) or (B, k). One pass
     over W (the matrix product is memory-bound); when every denominator is 1
-    the replicate denominators are the row sums of W (the cluster count).
+    the replicate denominators are the row sums of W (the cluster count for
+    bootstrap rows, C − 1 for the jackknife's leave-one-out rows).
     """
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
     if np.all(den == 1.0):
         top = W @ num
-        bottom = np.full(top.shape, float(W.shape[1]))
+        rows = W.sum(axis=1)  # the cluster count for bootstrap rows; C − 1 for jackknife rows
+        bottom = rows if top.ndim == 1 else np.repeat(rows[:, None], top.shape[1], axis=1)
     else:
         k = 1 if num.ndim == 1 else num.shape[1]
         both = W @ np.column_stack([num.reshape(len(num), -1), den.reshape(len(den), -1)])

@@ -12,7 +12,7 @@ import math
 from typing import Callable
 
 from scoreaudit.stats.outcomes import adjust
-from scoreaudit.stats.transfer import CLASS_OUTCOME, classify
+from scoreaudit.stats.transfer import classify, outcome as transfer_outcome
 
 Resolver = Callable[[list[dict], str, float], None]
 RESOLVERS: dict[str, Resolver] = {}
@@ -35,7 +35,7 @@ def resolve_transfers(cells: list[dict], correction: str, alpha: float) -> None:
         cls = classify(c["detail"], qs_, qr, alpha)
         c["detail"].update({"q_source": qs_, "q_target": qr, "class": cls,
                             "q_family": "all transfer readings of the audit"})
-        c["outcome"] = CLASS_OUTCOME[cls]
+        c["outcome"] = transfer_outcome(c["detail"], c.get("q", float("nan")), alpha)
     for c in cells:
         if c.get("undefined"):
             c["outcome"] = "inconclusive"
@@ -49,7 +49,7 @@ def resolve_homogeneous(cells: list[dict], correction: str, alpha: float) -> Non
             c["outcome"] = "inconclusive"
         elif q <= alpha:
             c["outcome"] = "refuted"
-        elif c["detail"].get("all_overlap"):
-            c["outcome"] = "supported"
+        elif c["detail"].get("equivalent"):
+            c["outcome"] = "supported"  # every pairwise difference's (1 − 2α) CI inside [−δ, δ]
         else:
-            c["outcome"] = "inconclusive"
+            c["outcome"] = "inconclusive"  # without a margin, absence of evidence is not homogeneity

@@ -1,6 +1,6 @@
 """Comparisons between readings, stratum gaps, their decomposition, and agreement with labels.
 
-METHODS: Comparisons, Labels, Population heterogeneity. Every function here
+spec/methods.md: Comparisons, Labels, Population heterogeneity. Every function here
 resamples clusters with a count matrix W (stats/bootstrap.py), so a reading's
 replicates line up with its partner's:
 
@@ -19,7 +19,7 @@ replicates line up with its partner's:
   null value 0; other thresholds use the bootstrap.
 - A ratio is undefined when its denominator's (1 − alpha) CI includes 0.
 
-Choices not fixed by METHODS (also in spec/methods-choices.md):
+Choices (also in spec/methods-choices.md):
 - `group_gap` on a stratum column: difference of the two strata's mean
   original scores over images (ratios of cluster sums), divided by the SD of
   the view's original scores recomputed in every replicate under `scale: sd`.
@@ -43,7 +43,7 @@ import pandas as pd
 from scoreaudit.compiler.ir import ReadingIR, StatCallIR, readings_of
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, percentile_ci
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index, ci_contains
-from scoreaudit.stats.estimate import Estimate, estimator
+from scoreaudit.stats.estimate import Estimate
 
 PAIR_STATS = ("pairwise_accuracy", "mean_gap")
 
@@ -88,7 +88,9 @@ def _with_counts(ctx: StatContext, view: ArmData, W: np.ndarray, tag: str) -> Ar
     """`view` with the count matrix W (its columns in `view.clusters` order), as a distinct sub-arm."""
     root = ctx.arm(view.name)
     label = f"{view.label}|{tag}" if view.label else tag
-    out = ArmData(view.name, view.kind, view.images, view.clusters, view.seed, view.n_boot, label=label, parent=root)
+    cols = np.searchsorted(root.clusters.astype(str), view.clusters.astype(str))
+    out = ArmData(view.name, view.kind, view.images, view.clusters, view.seed, view.n_boot, label=label, parent=root,
+                  root_cols=cols)
     out._W = W
     return out
 
@@ -282,8 +284,8 @@ def _reading_detail(r: ReadingIR, x: Read, level: float) -> dict:
             "estimate": x.est.estimate, "ci_low": lo, "ci_high": hi}
 
 
-estimator("difference")(_compare("difference"))
-estimator("ratio")(_compare("ratio"))
+difference = _compare("difference")
+ratio = _compare("ratio")
 
 
 # ---------------------------------------------------------------- group gap between strata
@@ -424,10 +426,9 @@ def decomposition(ctx: StatContext, call: StatCallIR, view: ArmData, scorer: str
     gm = group_sums(view, np.where(both, m0, np.nan), ma, mb)
     g_all = group_sums(view, s0, ma, mb)  # the SD is over every scored image, as for group_gap
     scale = ctx.settings.scale == "sd"
-    # the regression's y is Δ / (the arm's SD); undo it so each replicate divides by its own SD
-    fixed_sd = ctx.scale(view, scorer)
-    beta_s, beta_b, reg = _beta_boot(ctx, view, scorer, via)
-    beta_raw, beta_raw_b = beta_s * fixed_sd, beta_b * fixed_sd
+    # the regression's y is the raw Δ (regression._design); each replicate divides by its own SD below
+    beta_raw, beta_raw_b, reg = _beta_boot(ctx, view, scorer, via)
+    beta_s = beta_raw / ctx.scale(view, scorer)
 
     def parts(W):
         sd = _sd_of(W, g_all) if scale else 1.0
@@ -458,8 +459,7 @@ def _decomp_detail(d: dict, level: float) -> dict:
     return out
 
 
-@estimator("decompose")
-def _decompose(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
+def decompose(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     view = ctx.arm(arm)
     d = decomposition(ctx, call, view, scorer)
     det = _decomp_detail(d, 1 - ctx.alpha)
@@ -467,8 +467,7 @@ def _decompose(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate
     return Estimate(d["attribute"], "bootstrap", boot=d["attribute_boot"], detail=det)
 
 
-@estimator("share")
-def _share(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
+def share(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     inner = call.inner
     if inner is None or inner.name != "decompose":
         raise StatError("share(...) takes a decompose(...)")
@@ -547,8 +546,7 @@ def _table_metric(metric: str, tp, fp, fn, tn):
         return (po - pe) / (1 - pe)
 
 
-@estimator("agreement")
-def _agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
+def agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     view = ctx.arm(arm)
     p = call.params
     column, metric = p["label"], p.get("metric", "accuracy")

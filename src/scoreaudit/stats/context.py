@@ -1,10 +1,10 @@
 """StatContext: everything an estimator may read, with the shared bootstrap per arm.
 
-How to write an estimator (e.g. in `stats/cross.py`)::
+How to write an estimator (e.g. in `stats/cross.py`); the statistic's registry
+entry (plugins/statistics.py) names it, `estimator="scoreaudit.stats.cross:my_stat"`::
 
-    from scoreaudit.stats.estimate import Estimate, estimator
+    from scoreaudit.stats.estimate import Estimate
 
-    @estimator("my_stat")
     def my_stat(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str) -> Estimate:
         a = ctx.arm(arm)                        # ArmData: images, clusters, bootstrap counts
         s = ctx.original_scores(arm, scorer)    # per-image unaltered scores (aligned to a.images)
@@ -58,7 +58,7 @@ import pandas as pd
 from scoreaudit.compiler.doses import is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, StatCallIR
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, weighted_ratio
-from scoreaudit.stats.estimate import ESTIMATORS, Estimate
+from scoreaudit.stats.estimate import Estimate, estimator_for
 
 TABLES = ("images", "scores", "measures", "regions", "exclusions")
 
@@ -79,8 +79,33 @@ class ArmData:
     n_boot: int
     label: str = ""  # "" for the whole arm, e.g. "race=Asian" for a stratum
     parent: "ArmData | None" = None
+    root_cols: np.ndarray | None = None  # positions of this arm's clusters among the root arm's
     _W: np.ndarray | None = field(default=None, repr=False)
     _subsets: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def root(self) -> "ArmData":
+        a = self
+        while a.parent is not None:
+            a = a.parent
+        return a
+
+    @property
+    def cols(self) -> np.ndarray:
+        """Positions of this arm's clusters among the root arm's (identity for the root)."""
+        return np.arange(self.n_clusters) if self.root_cols is None else self.root_cols
+
+    @property
+    def jackknife(self) -> np.ndarray:
+        """C × C weights of the cluster jackknife: row k leaves cluster k out."""
+        return 1.0 - np.eye(self.n_clusters)
+
+    @property
+    def root_jackknife(self) -> np.ndarray:
+        """C × C_root: row k leaves this arm's cluster k out of the root arm (for root-level terms, the SD)."""
+        J = np.ones((self.n_clusters, self.root.n_clusters))
+        J[np.arange(self.n_clusters), self.cols] = 0.0
+        return J
 
     @property
     def key(self) -> str:
@@ -104,14 +129,21 @@ class ArmData:
 
     @property
     def W(self) -> np.ndarray:
-        """B × C bootstrap counts, from SeedSequence([seed, hash(arm name)(, hash(label))])."""
+        """B × C bootstrap counts of the root arm, from SeedSequence([seed, hash(arm name)]).
+
+        A subset (stratum) uses the root arm's replicates restricted to its
+        clusters, so statistics of different strata and of the whole arm are
+        joint draws (pairwise stratum differences, a per-replicate SD).
+        """
         if self._W is None:
-            labels = (self.name,) if not self.label else (self.name, "subset", self.label)
-            self._W = count_matrix(arm_rng(self.seed, *labels), self.n_boot, self.n_clusters)
+            if self.parent is None:
+                self._W = count_matrix(arm_rng(self.seed, self.name), self.n_boot, self.n_clusters)
+            else:
+                self._W = self.root.W[:, self.cols]
         return self._W
 
     def rng(self, *purpose: str) -> np.random.Generator:
-        """A seeded generator for any other random draw of this arm (selection picks, subsets)."""
+        """A seeded generator for any other random draw of this arm (selection groups, subsets)."""
         labels = (self.name,) if not self.label else (self.name, "subset", self.label)
         return arm_rng(self.seed, *labels, *purpose)
 
@@ -150,8 +182,10 @@ class ArmData:
         imgs = self.images[np.asarray(mask, dtype=bool)].reset_index(drop=True)
         clusters = np.array(sorted(imgs["cluster"].astype(str).unique()), dtype=object)
         imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].astype(str).to_numpy()))
+        root = self.root
+        cols = np.searchsorted(root.clusters.astype(str), clusters.astype(str))
         sub = ArmData(self.name, self.kind, imgs, clusters, self.seed, self.n_boot,
-                      label=label if not self.label else f"{self.label},{label}", parent=self)
+                      label=label if not self.label else f"{self.label},{label}", parent=self, root_cols=cols)
         self._subsets[label] = sub
         return sub
 
@@ -227,13 +261,14 @@ class StatContext:
         return self._cache[key]
 
     def scale(self, arm: "str | ArmData", scorer: str) -> float:
-        """SD (ddof=1) over the *whole* arm's images of s(i, d0) for `scale: sd`; 1.0 for raw."""
+        """SD (ddof=1) over the *root* arm's images of s(i, d0) for `scale: sd`; 1.0 for raw.
+
+        This is the point value; bootstrap replicates re-estimate it
+        (`sd_weighted`), because the SD is part of the estimator.
+        """
         if self.settings.scale == "raw":
             return 1.0
-        a = self.arm(arm)
-        root = a
-        while root.parent is not None:
-            root = root.parent
+        root = self.arm(arm).root
         key = ("scale", root.name, scorer)
         if key not in self._cache:
             s = self.original_scores(root, scorer)
@@ -242,8 +277,39 @@ class StatContext:
             self._cache[key] = sd if sd > 0 else float("nan")
         return self._cache[key]
 
-    def deltas(self, arm: "str | ArmData", scorer: str, operator: str) -> tuple[np.ndarray, np.ndarray]:
-        """(doses, Δ) with Δ[i, j] = (s(i, o, d_j) − s(i, o, d0)) / scale, images × doses."""
+    def standardised(self) -> bool:
+        return self.settings.scale == "sd"
+
+    def sd_weighted(self, arm: "str | ArmData", scorer: str, weights: np.ndarray) -> np.ndarray:
+        """The root arm's original-score SD under cluster weights (rows of a B × C_root matrix).
+
+        With the bootstrap count matrix this is the SD of each replicate's
+        images (clusters drawn twice count twice); with jackknife weights, the
+        SD without one cluster.
+        """
+        root = self.arm(arm).root
+        key = ("sdparts", root.name, scorer)
+        if key not in self._cache:
+            s = self.original_scores(root, scorer)
+            ok = np.isfinite(s)
+            v = np.where(ok, s, 0.0)
+            C = root.n_clusters
+            centre = float(np.mean(s[ok])) if ok.any() else 0.0  # centring keeps the sums well conditioned
+            v = np.where(ok, v - centre, 0.0)
+            self._cache[key] = np.column_stack([np.bincount(root.codes, ok.astype(float), minlength=C),
+                                                np.bincount(root.codes, v, minlength=C),
+                                                np.bincount(root.codes, v * v, minlength=C)])
+        parts = np.asarray(weights, dtype=float) @ self._cache[key]
+        n, s1, s2 = parts[..., 0], parts[..., 1], parts[..., 2]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = (s2 - s1 * s1 / n) / (n - 1)
+            sd = np.sqrt(np.where(var > 0, var, np.nan))
+        return sd
+
+    def deltas(self, arm: "str | ArmData", scorer: str, operator: str,
+               scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(doses, Δ) with Δ[i, j] = s(i, o, d_j) − s(i, o, d0), images × doses; divided by the
+        point SD when `scaled` (for display; estimators pass raw Δ to `mean_estimate`)."""
         a = self.arm(arm)
         key = ("delta", a.key, scorer, operator)
         if key not in self._cache:
@@ -253,14 +319,15 @@ class StatContext:
             if j0 is None:
                 D = np.full_like(S, np.nan)
             else:
-                D = (S - S[:, [j0]]) / self.scale(a, scorer)
+                D = S - S[:, [j0]]
             bad = ~np.isfinite(D).all(axis=1) if D.size else np.zeros(0, bool)
             for i in np.flatnonzero(bad)[:1000]:
                 self.notes.append({"arm": a.name, "image_id": str(a.image_ids[i]),
                                    "reason": f"missing score of {scorer} under {operator} at some dose: "
                                              "left out of that operator's statistics"})
             self._cache[key] = (doses, D)
-        return self._cache[key]
+        doses, D = self._cache[key]
+        return (doses, D / self.scale(a, scorer)) if scaled else (doses, D)
 
     def measure_matrix(self, arm: "str | ArmData", operator: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(doses, M) with M[i, j] = value of measure/covariate `name` at (image i, operator, dose j)."""
@@ -284,8 +351,15 @@ class StatContext:
         return test or self.settings.test
 
     def mean_estimate(self, arm: "str | ArmData", per_image: np.ndarray, test: str | None = None,
-                      detail: Mapping[str, Any] | None = None) -> Estimate:
-        """Mean over clusters of per-cluster means of `per_image`, with the shared bootstrap."""
+                      detail: Mapping[str, Any] | None = None, scorer: str | None = None) -> Estimate:
+        """Mean over clusters of per-cluster means of `per_image`, with the shared bootstrap.
+
+        `scorer` given: `per_image` is in raw score units and, under `scale:
+        sd`, the estimate is divided by the SD of that scorer's original
+        scores, re-estimated in every bootstrap replicate and jackknife
+        subsample; such a standardised statistic is tested by the bootstrap
+        (interval inversion), never by a t-test that treats the SD as known.
+        """
         a = self.arm(arm)
         cm = a.cluster_means(per_image)
         ok = np.isfinite(cm)
@@ -297,28 +371,36 @@ class StatContext:
                             detail=det)
         est = float(np.mean(cm[ok]))
         boot = a.boot_mean_of_cluster_means(cm)
-        return Estimate(est, self.test_method(test), contrasts=cm[ok], boot=boot, detail=det,  # type: ignore[arg-type]
-                        )
+        jack = weighted_ratio(a.jackknife[np.ix_(ok, np.arange(a.n_clusters))][:, :],
+                              np.where(ok, cm, 0.0), ok.astype(float))
+        method = self.test_method(test)
+        if scorer is not None and self.standardised():
+            sd = self.scale(a, scorer)
+            sd_b = self.sd_weighted(a, scorer, a.root.W)
+            sd_j = self.sd_weighted(a, scorer, a.root_jackknife[ok])
+            det["sd"] = sd
+            det["scale"] = "sd (re-estimated in every bootstrap replicate)"
+            if test not in (None, "bootstrap"):
+                det["test_note"] = f"test: {test} ignored: a statistic in SD units is tested by the bootstrap"
+            return Estimate(est / sd, "bootstrap", contrasts=cm[ok] / sd, boot=boot / sd_b, jack=jack / sd_j,
+                            detail=det)
+        return Estimate(est, method, contrasts=cm[ok], boot=boot, jack=jack, detail=det)  # type: ignore[arg-type]
 
     def evaluate(self, call: StatCallIR, arm: "str | ArmData | None", scorer: str) -> Estimate:
         """Run the registered estimator of `call` (memoised per context)."""
         a_key = None if arm is None else self.arm(arm).key
         key = ("est", _call_key(call), a_key, scorer)
         if key not in self._cache:
-            fn: Callable[..., Estimate] | None = ESTIMATORS.get(call.name)
-            if fn is None:
-                self._cache[key] = Estimate(float("nan"), "fixed",
-                                            undefined=f"statistic {call.name!r} has no estimator in this version")
-            else:
-                try:
-                    self._cache[key] = fn(self, call, arm, scorer)
-                except StatError as e:
-                    self._cache[key] = Estimate(float("nan"), "fixed", undefined=str(e))
-                except (KeyError, ValueError, IndexError, ZeroDivisionError, np.linalg.LinAlgError) as e:
-                    # data the statistic needs is missing or degenerate: the cell is undefined, the reason shown
-                    self._cache[key] = Estimate(float("nan"), "fixed", detail={"error": type(e).__name__},
-                                                undefined=f"{call.name} could not be computed: "
-                                                          f"{type(e).__name__}: {e}")
+            fn: Callable[..., Estimate] = estimator_for(call.name)  # a missing estimator raises: a bug
+            try:
+                self._cache[key] = fn(self, call, arm, scorer).with_ci(self.settings.ci)
+            except StatError as e:
+                self._cache[key] = Estimate(float("nan"), "fixed", undefined=str(e))
+            except (KeyError, ValueError, IndexError, ZeroDivisionError, np.linalg.LinAlgError) as e:
+                # data the statistic needs is missing or degenerate: the cell is undefined, the reason shown
+                self._cache[key] = Estimate(float("nan"), "fixed", detail={"error": type(e).__name__},
+                                            undefined=f"{call.name} could not be computed: "
+                                                      f"{type(e).__name__}: {e}")
         return self._cache[key]
 
 

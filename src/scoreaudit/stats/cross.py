@@ -1,15 +1,16 @@
-"""Cross-image statistics (METHODS: counterfactual, agreement, pairs, ranked sets).
+"""Cross-image statistics (spec/methods.md: counterfactual, agreement, pairs, ranked sets).
 
 Pure functions over one (scorer, arm) table of original-image scores. Each
 returns an `Estimate`; the estimator wrappers that read a `StatContext` live
 in `stats/cross_estimators.py`. Inference resamples clusters with the arm's
 shared bootstrap count matrix `W` (B × n_clusters, stats/bootstrap.py).
 
-Choices not fixed by METHODS (also in spec/methods-choices.md):
+Choices (also in spec/methods-choices.md):
 - Marginal means are estimated marginal means: the fitted cell means averaged
   with equal weight over the levels of the other factors.
-- Claims `θ > 0` on factor_effect / rank_spread use the analytic test (Wald,
-  Friedman); any other threshold uses the bootstrap-inversion p.
+- Claims `θ > 0` on factor_effect / rank_spread use the analytic test (Wald
+  on F(q, G − 1), Friedman); any other threshold uses the bootstrap-inversion
+  p. group_gap uses t with G − 1 degrees of freedom.
 - Correlation tests against a threshold t ≠ 0 use Fisher's z with the
   Fieller–Hartley–Pearson variances (1, 1.06, 0.437 for Pearson, Spearman,
   Kendall); t = 0 uses scipy's own test.
@@ -146,7 +147,9 @@ def factor_effect(df: pd.DataFrame, factor: str, model_factors: Sequence[str], c
 
     rb = R @ beta
     w = float(rb @ np.linalg.pinv(R @ cov @ R.T) @ rb)
-    p_wald = float(stats.chi2.sf(w, len(k)))
+    G = int(df[cluster].nunique())
+    # F(q, G − 1), not χ²(q): with few clusters χ² is anti-conservative (statsmodels' use_t for clusters)
+    p_wald = float(stats.f.sf(w / len(k), len(k), max(G - 1, 1)))
 
     def stat(sub):  # point estimate only: plain least squares is enough per replicate
         Xb, _ = _design(sub, model_factors, levels)
@@ -160,7 +163,8 @@ def factor_effect(df: pd.DataFrame, factor: str, model_factors: Sequence[str], c
         return p_wald if (side == "greater" and t == 0) else None
 
     return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn,
-                    detail={"marginal_means": means, "wald_chi2": w, "wald_df": len(k), "wald_p": p_wald})
+                    detail={"marginal_means": means, "wald_chi2": w, "wald_f": w / len(k), "wald_df": len(k),
+                            "wald_df_denom": max(G - 1, 1), "wald_p": p_wald, "n_clusters": G})
 
 
 def group_gap(df: pd.DataFrame, factor: str, a: str, b: str, model_factors: Sequence[str], cluster: str,
@@ -178,7 +182,9 @@ def group_gap(df: pd.DataFrame, factor: str, a: str, b: str, model_factors: Sequ
     L = mm[a] - mm[b]
     est = float(L @ beta)
     se = float(math.sqrt(L @ cov @ L))
-    return Estimate(est, "normal", se=se, detail={"a": a, "b": b})
+    G = int(df[cluster].nunique())
+    # t with G − 1 degrees of freedom (cluster-robust SE), not the normal
+    return Estimate(est, "normal", se=se, df=float(max(G - 1, 1)), detail={"a": a, "b": b, "n_clusters": G})
 
 
 # ---------------------------------------------------------------- ranking

@@ -14,7 +14,7 @@ import pandas as pd
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats import cross
 from scoreaudit.stats.context import StatContext, StatError
-from scoreaudit.stats.estimate import Estimate, estimator
+from scoreaudit.stats.estimate import Estimate
 
 
 def _frame(ctx: StatContext, arm: str, scorer: str) -> tuple[pd.DataFrame, object]:
@@ -46,16 +46,14 @@ def _model_factors(ctx: StatContext, arm: str, call: StatCallIR) -> list[str]:
     return factors
 
 
-@estimator("factor_effect")
-def _factor_effect(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def factor_effect(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     df, a = _frame(ctx, arm, scorer)
     factors = _model_factors(ctx, arm, call)
     return cross.factor_effect(df, call.params["factor"], factors, "cluster",
                                _prompt_column(ctx, arm, scorer, df), a.W, list(a.clusters))
 
 
-@estimator("group_gap")
-def _group_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def group_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     if call.params["factor"] not in ctx.ir.arms[ctx.arm(arm).name].factors:  # strata of any arm
         from scoreaudit.stats.comparisons import stratum_gap
 
@@ -67,14 +65,12 @@ def _group_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Est
                            "cluster", _prompt_column(ctx, arm, scorer, df))
 
 
-@estimator("rank_spread")
-def _rank_spread(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def rank_spread(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     df, a = _frame(ctx, arm, scorer)
     return cross.rank_spread(df, call.params["factor"], "cluster", a.W, list(a.clusters))
 
 
-@estimator("mean_rank")
-def _mean_rank(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def mean_rank(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     df, a = _frame(ctx, arm, scorer)
     return cross.mean_rank(df, call.params["factor"], str(call.params["level"]), "cluster", a.W, list(a.clusters))
 
@@ -90,8 +86,9 @@ def _agreement(method: str):
     return fn
 
 
-for _m in ("spearman", "pearson", "kendall"):
-    estimator(_m)(_agreement(_m))
+spearman = _agreement("spearman")
+pearson = _agreement("pearson")
+kendall = _agreement("kendall")
 
 
 def _pairs(ctx: StatContext, arm: str, scorer: str) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
@@ -107,19 +104,46 @@ def _pairs(ctx: StatContext, arm: str, scorer: str) -> tuple[np.ndarray, np.ndar
     return wide["preferred"].to_numpy(float), wide["other"].to_numpy(float), df
 
 
-@estimator("pairwise_accuracy")
-def _pairwise_accuracy(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def pairwise_accuracy(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     pref, other, _ = _pairs(ctx, arm, scorer)
     return cross.pairwise_accuracy(pref, other)
 
 
-@estimator("mean_gap")
-def _mean_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def mean_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    """Mean of preferred − other; under `scale: sd` divided by the pooled SD of both sides, which every
+    bootstrap replicate (pairs resampled) and jackknife subsample re-estimates."""
+    from scoreaudit.stats.bootstrap import count_matrix, weighted_ratio
+
     pref, other, df = _pairs(ctx, arm, scorer)
-    s = df["score"].to_numpy(float)
-    s = s[np.isfinite(s)]
-    sd = float(np.std(s, ddof=1)) if ctx.settings.scale == "sd" and len(s) > 1 else 1.0
-    return cross.mean_gap(pref, other, sd)
+    if ctx.settings.scale != "sd":
+        return cross.mean_gap(pref, other, 1.0)
+    both = np.column_stack([pref, other])
+    ok = np.isfinite(both)
+    c = np.nanmean(both) if ok.any() else 0.0
+    v = np.where(ok, both - c, 0.0)
+    parts = np.column_stack([ok.sum(1), v.sum(1), (v * v).sum(1)]).astype(float)
+    sd = _pooled_sd(parts.sum(0))
+    raw = cross.mean_gap(pref, other, 1.0)
+    if raw.undefined or not sd > 0:
+        return cross.mean_gap(pref, other, sd)
+    d = pref - other
+    fin = np.isfinite(d)
+    a = ctx.arm(arm)
+    W = count_matrix(a.rng("pairs"), ctx.n_boot, len(d))
+    J = 1.0 - np.eye(len(d))
+    num = np.where(fin, d, 0.0)
+    boot = weighted_ratio(W, num, fin.astype(float)) / _pooled_sd(W @ parts)
+    jack = weighted_ratio(J[fin], num, fin.astype(float)) / _pooled_sd(J[fin] @ parts)
+    det = {"n": int(fin.sum()), "sd": sd, "n_clusters": int(fin.sum()),
+           "scale": "sd (pooled SD of both sides, re-estimated in every bootstrap replicate)"}
+    return Estimate(raw.estimate / sd, "bootstrap", boot=boot, jack=jack, detail=det)
+
+
+def _pooled_sd(parts: np.ndarray) -> np.ndarray:
+    n, s1, s2 = parts[..., 0], parts[..., 1], parts[..., 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (s2 - s1 * s1 / n) / (n - 1)
+        return np.sqrt(np.where(var > 0, var, np.nan))
 
 
 def _ranked(worst: bool):
@@ -133,12 +157,11 @@ def _ranked(worst: bool):
     return fn
 
 
-estimator("recall_best")(_ranked(False))
-estimator("filter_worst")(_ranked(True))
+recall_best = _ranked(False)
+filter_worst = _ranked(True)
 
 
-@estimator("correlate")
-def _correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+def correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     """Per-group values of the inner statistic (one per level of `by`) against an external table."""
     from pathlib import Path
 
@@ -173,7 +196,7 @@ def _correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Est
     r = cross.correlation(np.array(xs), np.array(ys), method)
     rng = a.rng("correlate", by)
     boot = np.array([cross.correlation(np.array(xs)[i], np.array(ys)[i], method).statistic
-                     for i in (rng.integers(0, len(xs), len(xs)) for _ in range(min(ctx.n_boot, 2000)))])
+                     for i in (rng.integers(0, len(xs), len(xs)) for _ in range(ctx.n_boot))])
     x_arr, y_arr = np.array(xs), np.array(ys)
 
     def p_fn(t, side):

@@ -19,27 +19,19 @@ from scoreaudit.bundletables import CELL_COLUMNS, SCHEMAS, rows_table, write_par
 
 from scoreaudit.compiler.ir import AuditIR, CellIR, StatCallIR
 from scoreaudit.stats import claims as _claims
-from scoreaudit.stats import dose as _dose  # noqa: F401  (registers estimators)
-from scoreaudit.stats import regression as _regression  # noqa: F401
-from scoreaudit.stats import selection as _selection
-from scoreaudit.stats import strata as _strata  # noqa: F401
-from scoreaudit.stats import transfer as _transfer  # noqa: F401
+from scoreaudit.stats import dose as _dose
 from scoreaudit.stats.context import TABLES, StatContext
 from scoreaudit.stats.estimate import Estimate
-from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome, sentence
+from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome
+from scoreaudit.stats.sentences import cell_sentence as sentence
 from scoreaudit.stats.provenance import clean, environment, lock_info, plan_info, read_json, spec_info
 from scoreaudit.stats.validity import validations as _validations
 from scoreaudit.stats.verdicts import verdicts as _verdicts
 
-import importlib
-
-for _mod in ("scoreaudit.stats.cross", "scoreaudit.stats.cross_estimators", "scoreaudit.stats.comparisons"):
-    try:  # cross-image statistics (ST2) register themselves when present
-        importlib.import_module(_mod)
-    except ImportError:  # pragma: no cover - until they exist
-        pass
-
 SCHEMA_VERSION = 1
+# Below this many clusters, intervals of statistics in SD units (`scale: sd`) did not hold their level
+# in the calibration bench (spec/methods.md, "Measured calibration"): W0421 warns.
+SD_MIN_CLUSTERS = 50
 
 
 def _progress(progress: bool, total: int, what: str):
@@ -77,6 +69,7 @@ def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
             "estimate": est.estimate, "ci_low": lo, "ci_high": hi, "ci_level": level,
             "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.method,
             "se": est.se, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
+            "qualifier": None, "interval": est.family,
             "detail": dict(est.detail), "_est": est}
 
 
@@ -91,7 +84,7 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
             bar.update(bar.task_ids[0], advance=1, cell=cell.id)
     if bar is not None:
         bar.stop()
-    # Multiplicity: one family per audit by default; `family:` splits it (METHODS).
+    # Multiplicity: one family per audit by default; `family:` splits it (spec/methods.md).
     families: dict[str, list[int]] = {}
     for k, (cell, c) in enumerate(zip(cells, out)):
         key = _family_key(ctx.settings.family, cell)
@@ -119,6 +112,33 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
             c["outcome"] = c["outcome"] or "inconclusive"
     for c in out:
         c["sentence"] = sentence(c)
+    return out
+
+
+def qualify(cells: list[dict], verdicts: list[dict]) -> None:
+    """Cells on a stress-test-only axis keep their outcome but carry the qualifier (cell and sentence)."""
+    stress = {(v["measure"], v["operator"]) for v in verdicts if v["verdict"] == "stress-test-only"}
+    for c in cells:
+        if c.get("axis") and tuple(c["axis"]) in stress:
+            c["qualifier"] = "stress-test-only"
+            c["sentence"] = sentence(c)
+
+
+def scale_warnings(ctx: StatContext, cells: list[dict]) -> list[dict]:
+    """W0421 for every arm whose `scale: sd` cells rest on fewer than SD_MIN_CLUSTERS clusters."""
+    if ctx.settings.scale != "sd":
+        return []
+    out = []
+    arms = sorted({a for c in cells for a in (c.get("arms") or []) if str(c.get("interval")) != "t"})
+    for name in arms:
+        if name not in ctx.ir.arms or ctx.ir.arms[name].source != "images":
+            continue
+        n = ctx.arm(name).n_clusters
+        if 0 < n < SD_MIN_CLUSTERS:
+            out.append({"code": "W0421", "arm": name, "n_clusters": n,
+                        "message": f"arm {name} has {n} clusters: with `scale: sd` the SD's own uncertainty makes "
+                                   f"intervals under-cover below about {SD_MIN_CLUSTERS} clusters (spec/methods.md); "
+                                   "read its SD-unit verdicts with care, or use `scale: raw`"})
     return out
 
 
@@ -183,13 +203,22 @@ def sections(ctx: StatContext, cells: list[dict], validations: list[dict]) -> di
                     continue
                 lo, hi = est.interval(1 - ctx.alpha)
                 d = est.detail
-                drift.append({"arm": arm, "scorer": scorer, "selection": sname, "measure": sel.measure,
-                              "operator": sel.operator, "n": sel.n, "net": est.estimate, "ci_low": lo, "ci_high": hi,
-                              "p_greater_0": est.p_greater(0.0), "p_less_0": est.p_less(0.0),
-                              "argmax_drift": d["argmax_drift"], "argmax_ci_low": d["argmax_ci"][0],
-                              "argmax_ci_high": d["argmax_ci"][1], "random_drift": d["random_drift"],
-                              "random_ci_low": d["random_ci"][0], "random_ci_high": d["random_ci"][1],
-                              "n_groups": d["n_groups"], "n_clusters": d["n_clusters"], "ci_level": 1 - ctx.alpha})
+                row = {"arm": arm, "scorer": scorer, "selection": sname, "measure": sel.measure,
+                       "operator": sel.operator, "n": sel.n, "net": est.estimate, "ci_low": lo, "ci_high": hi,
+                       "p_greater_0": est.p_greater(0.0), "p_less_0": est.p_less(0.0),
+                       # the random pick enters in expectation (0): argmax drift = net drift
+                       "argmax_drift": est.estimate, "argmax_ci_low": lo, "argmax_ci_high": hi,
+                       "random_drift": 0.0, "random_ci_low": 0.0, "random_ci_high": 0.0,
+                       "directional": None, "directional_ci_low": None, "directional_ci_high": None,
+                       "fidelity_part": d.get("fidelity_part"), "note": d.get("note"),
+                       "n_groups": d["n_groups"], "n_clusters": d["n_clusters"], "ci_level": 1 - ctx.alpha}
+                if "directional_drift" in d:
+                    de = ctx.evaluate(StatCallIR(name="directional_drift", version="1",
+                                                 params={"selection": sname}), arm, scorer)
+                    if not de.undefined:
+                        dlo, dhi = de.interval(1 - ctx.alpha)
+                        row.update(directional=de.estimate, directional_ci_low=dlo, directional_ci_high=dhi)
+                drift.append(row)
     transfer = [{"cell": c["id"], "scorer": c["scorer"], **{k: v for k, v in c["detail"].items() if k != "params"}}
                 for c in cells if c["statistic"] == "transfers" and not c.get("undefined")]
     for t in transfer:
@@ -241,6 +270,7 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
     robustness(ir, tables, cells, progress=progress)
     vals = _validations(ctx)
     verd = _verdicts(ctx, vals)
+    qualify(cells, verd)
     secs = sections(ctx, cells, vals) if with_sections else {}
     hyps = [{"name": h.name, "title": h.title, "text": h.text,
              "cells": [c["id"] for c in cells if c["hypothesis"] == h.name],
@@ -259,7 +289,8 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
     cr = _contrast_rows(ctx, cells)
     if cr:
         derived["contrasts"] = rows_table(cr)
-    res = {"cells": cells, "hypotheses": hyps, "verdicts": verd, "validations": vals, "sections": secs}
+    res = {"cells": cells, "hypotheses": hyps, "verdicts": verd, "validations": vals, "sections": secs,
+           "warnings": scale_warnings(ctx, cells)}
     return res, derived, ctx
 
 
@@ -334,6 +365,7 @@ def analyse(bundle_dir: Path, progress: bool = True) -> dict:
         "verdicts": res["verdicts"],
         "validations": res["validations"],
         "sections": res["sections"],
+        "warnings": res["warnings"],
         "tables": {**names, "exclusions": "tables/exclusions.parquet"},
         "precomputed": run_info.get("precomputed", []),
     }

@@ -1,6 +1,6 @@
 """What every estimator returns, and how a claim's p-value is taken from it.
 
-An estimator (registered with `@estimator("fidelity_index")`) computes one
+An estimator (named by its statistic's registry entry, `estimator="module:function"`) computes one
 statistic for one (scorer, arm) and returns an `Estimate`. The hypothesis
 layer never looks inside: it asks `estimate.p_value(test)` for the claim's
 one-sided or equivalence p, and reads the (1 − 2·alpha) interval from
@@ -17,13 +17,31 @@ from typing import Any, Callable, Literal, Mapping
 import numpy as np
 
 # p-value methods:
-#   ttest      one-sample t-test of `contrasts` (per-cluster values) against the threshold
-#   wilcoxon   signed-rank test of contrasts − threshold
-#   bootstrap  p = (1 + #{θ*_b on the null side of t}) / (B + 1), from `boot`
-#   normal     Wald z from `se` (e.g. cluster-robust OLS): Φ((t − θ)/se) etc.
+#   ttest      one-sample t-test of `contrasts` (per-cluster values) against the threshold;
+#              its interval is the matching t interval (one family for support and refutation)
+#   wilcoxon   signed-rank test of contrasts − threshold (interval: the bootstrap one, `ci`)
+#   bootstrap  inversion of the bootstrap interval of family `ci`:
+#                percentile   p = (1 + #{θ*_b on the null side of t}) / (B + 1)
+#                bca          the level at which the BCa bound reaches t (z0 from the replicates,
+#                             acceleration from the cluster jackknife `jack`)
+#                studentized  t test of (θ − t) / SE*, SE* the bootstrap SD, G − 1 df
+#   normal     Wald z (or t with `df`) from `se` (e.g. cluster-robust OLS): Φ((t − θ)/se) etc.
 #   fixed      the estimator gives `p_fixed` (claims that decide themselves, analytic tests
 #              with no threshold, e.g. Friedman for rank_spread > 0)
 PMethod = Literal["ttest", "wilcoxon", "bootstrap", "normal", "fixed"]
+CI = Literal["percentile", "bca", "studentized"]
+
+
+def _z(p: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(p))
+
+
+def _phi(z: float) -> float:
+    from scipy.special import ndtr
+
+    return float(ndtr(z))
 
 
 @dataclass(frozen=True)
@@ -42,23 +60,102 @@ class Estimate:
     # Used by statistics whose test depends on the threshold in a way the methods above do not
     # cover (exact binomial against t, Fisher-z correlation tests, Wald p for "θ > 0").
     p_fn: Callable[[float, str], float] | None = field(default=None, compare=False, repr=False)
+    jack: np.ndarray | None = None  # leave-one-cluster-out estimates (BCa acceleration)
+    ci: CI = "bca"  # interval family of bootstrap intervals (the audit's `ci` setting)
+
+    def with_ci(self, ci: str) -> "Estimate":
+        from dataclasses import replace
+
+        return replace(self, ci=ci)
+
+    # ------------------------------------------------------------ bootstrap helpers
+
+    def _finite_boot(self) -> np.ndarray:
+        if self.boot is None:
+            return np.array([])
+        b = np.asarray(self.boot, dtype=float)
+        return b[np.isfinite(b)]
+
+    @property
+    def family(self) -> str:
+        """The interval family that decides this cell (the test's own, so support and refutation agree)."""
+        if self.method == "ttest" and self.contrasts is not None:
+            return "t"
+        if self.boot is not None and len(self.boot):
+            if self.ci == "bca" and not self._bca_ok():
+                return "percentile"
+            return self.ci
+        if self.se is not None:
+            return "wald"
+        return "none"
+
+    def _bca_ok(self) -> bool:
+        j = self.jack
+        return j is not None and len(j) >= 3 and np.isfinite(j).sum() >= 3
+
+    def _bca_params(self) -> tuple[float, float]:
+        """(z0, a): bias correction from the replicates, acceleration from the jackknife."""
+        b = self._finite_boot()
+        share = (np.sum(b < self.estimate) + 0.5 * np.sum(b == self.estimate)) / len(b)
+        share = min(max(share, 0.5 / len(b)), 1 - 0.5 / len(b))
+        z0 = _z(share)
+        j = np.asarray(self.jack, dtype=float)
+        j = j[np.isfinite(j)]
+        d = j.mean() - j
+        den = 6.0 * float(np.sum(d**2)) ** 1.5
+        a = float(np.sum(d**3) / den) if den > 0 else 0.0
+        return z0, a
+
+    def _n_clusters(self) -> int | None:
+        n = self.detail.get("n_clusters") if self.detail else None
+        if n is None and self.jack is not None:
+            n = int(np.isfinite(self.jack).sum())
+        if n is None and self.contrasts is not None:
+            n = int(np.isfinite(self.contrasts).sum())
+        return int(n) if n else None
+
+    def _boot_t(self) -> tuple[float, float]:
+        """(SE*, df) of the studentized interval: bootstrap SD, G − 1 degrees of freedom."""
+        b = self._finite_boot()
+        G = self._n_clusters()
+        return float(np.std(b, ddof=1)) if len(b) > 1 else float("nan"), float(max((G or 2) - 1, 1))
 
     # ------------------------------------------------------------ intervals
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Two-sided percentile bootstrap interval (or Wald / t when there is no bootstrap)."""
+        """Two-sided interval of the cell's family (t, BCa, percentile, studentized or Wald)."""
         if self.undefined is not None or not np.isfinite(self.estimate):
             return (float("nan"), float("nan"))
         a = (1 - level) / 2
-        if self.boot is not None and len(self.boot):
-            b = self.boot[np.isfinite(self.boot)]
+        fam = self.family
+        from scipy import stats
+
+        if fam == "t":
+            x = np.asarray(self.contrasts, dtype=float)
+            x = x[np.isfinite(x)]
+            if len(x) < 2:
+                return (float("nan"), float("nan"))
+            q = stats.t.ppf(1 - a, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x))
+            return (self.estimate - q, self.estimate + q)
+        if fam in ("percentile", "bca", "studentized"):
+            b = self._finite_boot()
             if len(b) == 0:
                 return (float("nan"), float("nan"))
-            lo, hi = np.quantile(b, [a, 1 - a])
+            if fam == "percentile":
+                lo, hi = np.quantile(b, [a, 1 - a])
+                return (float(lo), float(hi))
+            if fam == "studentized":
+                se, df = self._boot_t()
+                q = stats.t.ppf(1 - a, df) * se
+                return (self.estimate - q, self.estimate + q)
+            z0, acc = self._bca_params()
+            levels = []
+            for zq in (_z(a), _z(1 - a)):
+                w = z0 + zq
+                levels.append(_phi(z0 + w / (1 - acc * w)))
+            lo, hi = np.quantile(b, levels)
             return (float(lo), float(hi))
-        if self.se is not None:
-            from scipy import stats
-
+        if fam == "wald":
             q = stats.t.ppf(1 - a, self.df) if self.df else stats.norm.ppf(1 - a)
             return (self.estimate - q * self.se, self.estimate + q * self.se)
         return (float("nan"), float("nan"))
@@ -77,6 +174,31 @@ class Estimate:
         """Two one-sided tests: the larger of p(θ ≤ low) and p(θ ≥ high)."""
         return max(self.p_greater(low), self.p_less(high))
 
+    def _bootstrap_p(self, t: float, side: str) -> float:
+        b = self._finite_boot()
+        if len(b) == 0:
+            return float("nan")
+        fam = self.family
+        if fam == "studentized":
+            from scipy import stats
+
+            se, df = self._boot_t()
+            if not se > 0:
+                return float("nan")
+            z = (self.estimate - t) / se
+            return float(stats.t.sf(z, df) if side == "greater" else stats.t.cdf(z, df))
+        if fam == "bca":
+            z0, acc = self._bca_params()
+            share = (np.sum(b <= t) + 0.5) / (len(b) + 1)
+            w = _z(share) - z0
+            den = 1 + acc * w
+            zl = (w / den if den > 0 else (np.inf if w > 0 else -np.inf)) - z0
+            p = _phi(zl)  # the level at which the lower BCa bound reaches t
+            p = min(max(p, 1.0 / (len(b) + 1)), 1.0)
+            return float(p) if side == "greater" else float(min(max(1 - p, 1.0 / (len(b) + 1)), 1.0))
+        n_null = np.sum(b <= t) if side == "greater" else np.sum(b >= t)
+        return float((1 + n_null) / (len(b) + 1))
+
     def _one_sided(self, t: float, side: str) -> float:
         if self.undefined is not None:
             return float("nan")
@@ -88,11 +210,7 @@ class Estimate:
         if m == "fixed":
             return float("nan") if self.p_fixed is None else float(self.p_fixed)
         if m == "bootstrap":
-            b = self.boot[np.isfinite(self.boot)] if self.boot is not None else np.array([])
-            if len(b) == 0:
-                return float("nan")
-            n_null = np.sum(b <= t) if side == "greater" else np.sum(b >= t)
-            return float((1 + n_null) / (len(b) + 1))
+            return self._bootstrap_p(t, side)
         if m == "normal":
             from scipy import stats
 
@@ -116,17 +234,48 @@ class Estimate:
         raise ValueError(f"unknown p-value method {m!r}")
 
 
-# ---------------------------------------------------------------- registry of estimators
+# ---------------------------------------------------------------- estimators named by the registry
 
 EstimatorFn = Callable[..., Estimate]
-ESTIMATORS: dict[str, EstimatorFn] = {}
+_ESTIMATORS: dict[str, EstimatorFn] = {}
 
 
-def estimator(name: str) -> Callable[[EstimatorFn], EstimatorFn]:
-    """Attach the implementation of a statistic declared in `scoreaudit.plugins.statistics`."""
+class EstimatorMissing(RuntimeError):
+    """A statistic's registry entry names an estimator that cannot be imported: a bug, never an undefined cell."""
 
-    def decorate(fn: EstimatorFn) -> EstimatorFn:
-        ESTIMATORS[name] = fn
-        return fn
 
-    return decorate
+def resolve(target: str, what: str) -> Callable[..., Any]:
+    """Import "module:function"; any failure raises EstimatorMissing naming `what`."""
+    import importlib
+
+    module, _, attr = target.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise EstimatorMissing(f"{what}: cannot import {target!r} ({type(e).__name__}: {e})") from e
+    if not callable(fn):
+        raise EstimatorMissing(f"{what}: {target!r} is not callable")
+    return fn
+
+
+# `difference(a, b)` and `ratio(a, b)` are language forms over two readings (compiler/comparisons.py),
+# not registry calls; their estimators are named here. Null values: 0 (difference), 1 (ratio).
+FORMS = {"difference": "scoreaudit.stats.comparisons:difference", "ratio": "scoreaudit.stats.comparisons:ratio"}
+
+
+def estimator_for(name: str) -> EstimatorFn:
+    """The estimator of statistic `name`, as its registry entry (plugins/statistics.py) names it."""
+    if name not in _ESTIMATORS:
+        from scoreaudit import registry
+
+        registry.load_plugins()
+        if name in FORMS:
+            _ESTIMATORS[name] = resolve(FORMS[name], f"estimator of the `{name}` form")
+            return _ESTIMATORS[name]
+        if name not in registry.statistics:
+            raise EstimatorMissing(f"statistic {name!r} is not declared in the registry")
+        target = registry.statistics.get(name).meta.get("estimator")
+        if not target:
+            raise EstimatorMissing(f"statistic {name!r} declares no estimator")
+        _ESTIMATORS[name] = resolve(target, f"estimator of statistic {name!r}")
+    return _ESTIMATORS[name]

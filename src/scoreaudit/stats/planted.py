@@ -1,4 +1,4 @@
-"""In-memory bundle tables from planted scorers (DESIGN §3), for `simulate`, tests and the benchmark.
+"""In-memory bundle tables from planted scorers (the formula below; spec/methods.md), for `simulate`, tests and the benchmark.
 
 No images: the planted formula needs only ids, doses and measures.
 
@@ -40,6 +40,7 @@ class ArmShape:
     n_clusters: int
     per_cluster: int = 1
     strata: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    crossed: tuple[str, ...] = ()  # strata crossed with clusters: every cluster holds every level
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,11 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
         cluster_codes = np.arange(n) // shape.per_cluster
         strata_of = {}
         for col, levels in shape.strata.items():
-            per_cluster = rng.integers(0, len(levels), shape.n_clusters)
-            strata_of[col] = np.array(levels, dtype=object)[per_cluster[cluster_codes]]
+            if col in shape.crossed:  # image j of every cluster gets level j mod L (counterfactual sets)
+                strata_of[col] = np.array(levels, dtype=object)[(np.arange(n) % shape.per_cluster) % len(levels)]
+            else:  # nested: one level per cluster
+                per_cluster = rng.integers(0, len(levels), shape.n_clusters)
+                strata_of[col] = np.array(levels, dtype=object)[per_cluster[cluster_codes]]
             img[col] = strata_of[col]
         images.append(pd.DataFrame(img))
         # measures: base values per image and per (operator, dose)

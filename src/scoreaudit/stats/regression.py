@@ -1,4 +1,4 @@
-"""Artifact control: Δscore = β_attr·Δmeasure + β_art·covariate + image fixed effects (METHODS).
+"""Artifact control: Δscore = β_attr·Δmeasure + β_art·covariate + image fixed effects (spec/methods.md).
 
 The image fixed effects are absorbed by the within transformation (demeaning
 every column per image), which gives exactly the coefficients of OLS with one
@@ -18,7 +18,7 @@ import numpy as np
 
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import StatContext, StatError, _dose_index
-from scoreaudit.stats.estimate import Estimate, estimator
+from scoreaudit.stats.estimate import Estimate
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def fe_ols_cluster(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndar
 def _design(ctx: StatContext, arm, scorer: str, operator: str, measure: str | None, covariates: list[str]):
     a = ctx.arm(arm)
     op = ctx.operator(operator)
-    doses, D = ctx.deltas(a, scorer, operator)
+    doses, D = ctx.deltas(a, scorer, operator, scaled=False)
     j0 = _dose_index(doses, op.identity)
     cols, names = [], []
     if measure:
@@ -100,8 +100,38 @@ def _align(M: np.ndarray, mdoses: np.ndarray, doses: np.ndarray) -> np.ndarray:
     return out
 
 
+def _weighted_betas(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndarray, C: int,
+                    weights: np.ndarray) -> np.ndarray:
+    """β of the fixed-effects OLS under cluster weights (rows of `weights`, B × C): one solve per row.
+
+    Image fixed effects are within one cluster, so reweighting clusters leaves
+    the within-image demeaning unchanged; β_b = (Σ_c w_bc X̃_c'X̃_c)⁻¹ Σ_c w_bc X̃_c'ỹ_c.
+    """
+    _, fe_codes = np.unique(fe, return_inverse=True)
+    cnt = np.bincount(fe_codes).astype(float)
+
+    def demean(v):
+        return v - (np.bincount(fe_codes, v) / cnt)[fe_codes]
+
+    yt = demean(y)
+    Xt = np.column_stack([demean(X[:, k]) for k in range(X.shape[1])])
+    p = Xt.shape[1]
+    A = np.zeros((C, p, p))
+    g = np.zeros((C, p))
+    np.add.at(A, groups, Xt[:, :, None] * Xt[:, None, :])
+    np.add.at(g, groups, Xt * yt[:, None])
+    WA = np.tensordot(weights, A, axes=(1, 0))
+    Wg = weights @ g
+    out = np.full((len(weights), p), np.nan)
+    good = np.abs(np.linalg.det(WA)) > 1e-12
+    if good.any():
+        out[good] = np.linalg.solve(WA[good], Wg[good][..., None])[..., 0]
+    return out
+
+
 def _regression_estimate(ctx, arm, scorer, operator, measure, covariates, target: str) -> Estimate:
-    y, X, img, grp, names = _design(ctx, arm, scorer, operator, measure, covariates)
+    a = ctx.arm(arm)
+    y, X, img, grp, names = _design(ctx, a, scorer, operator, measure, covariates)
     if len(np.unique(grp)) < 2 or len(y) <= X.shape[1] + len(np.unique(img)):
         raise StatError(f"too few usable rows for the regression under {operator!r}")
     if np.any(np.ptp(X, axis=0) == 0):
@@ -110,7 +140,18 @@ def _regression_estimate(ctx, arm, scorer, operator, measure, covariates, target
     k = names.index(target)
     det = {"coefficients": dict(zip(names, r.params.tolist())), "se": dict(zip(names, r.bse.tolist())),
            "nobs": r.nobs, "n_clusters": r.n_groups, "n_images": r.n_fe, "operator": operator}
-    return Estimate(float(r.params[k]), "normal", se=float(r.bse[k]), df=float(r.n_groups - 1), detail=det)
+    if not ctx.standardised():
+        return Estimate(float(r.params[k]), "normal", se=float(r.bse[k]), df=float(r.n_groups - 1), detail=det)
+    # scale: sd — Δscore is divided by the original-score SD, re-estimated in every replicate.
+    sd = ctx.scale(a, scorer)
+    used = np.unique(grp)
+    boot = _weighted_betas(y, X, img, grp, a.n_clusters, a.W)[:, k] / ctx.sd_weighted(a, scorer, a.root.W)
+    J = a.jackknife[used]
+    jack = _weighted_betas(y, X, img, grp, a.n_clusters, J)[:, k] / ctx.sd_weighted(a, scorer, a.root_jackknife[used])
+    det.update(sd=sd, scale="sd (re-estimated in every bootstrap replicate)",
+               coefficients={n: v / sd for n, v in det["coefficients"].items()},
+               se={n: v / sd for n, v in det["se"].items()})
+    return Estimate(float(r.params[k]) / sd, "bootstrap", boot=boot, jack=jack, detail=det)
 
 
 def _as_list(v) -> list[str]:
@@ -119,14 +160,12 @@ def _as_list(v) -> list[str]:
     return [v] if isinstance(v, str) else list(v)
 
 
-@estimator("attribute_effect")
 def attribute_effect(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     p = call.params
     return _regression_estimate(ctx, arm, scorer, p["operator"], p["measure"], _as_list(p.get("controlling")),
                                 p["measure"])
 
 
-@estimator("artifact_effect")
 def artifact_effect(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     p = call.params
     return _regression_estimate(ctx, arm, scorer, p["operator"], p.get("measure"), [p["covariate"]],

@@ -9,10 +9,12 @@ cluster (rounded mean) and stratum levels from the manifests when readable,
 else DEFAULT_SHAPES. Each replication draws new tables (stats.planted), a new
 bootstrap seed, and runs the same cell statistics and outcome rules as `run`.
 
-Per cell it reports: the true value (where the planted model implies one),
-whether the hypothesis is true, mean estimate and bias, coverage of the truth
-by the (1 − alpha) interval, and the shares supported/refuted — power when the
-hypothesis is true, false-positive rate when it is false.
+Per cell it reports: the true value (every statistic's registry entry names
+its truth function, stats/truth.py; None where the planted model implies
+none), whether the hypothesis is true, mean estimate and bias, coverage of the
+truth by the (1 − alpha) interval, and the shares supported/refuted — power
+and false-refutation rate when the hypothesis is true, false-support rate
+when it is false. For `transfers` the reading is the ratio ρ.
 """
 
 from __future__ import annotations
@@ -21,70 +23,19 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from scoreaudit.compiler.ir import AuditIR, CellIR, StatCallIR
+from scoreaudit.compiler.ir import AuditIR, CellIR
 from scoreaudit.stats.context import StatContext
 from scoreaudit.stats.engine import evaluate_cells
-from scoreaudit.stats.estimate import ESTIMATORS
-from scoreaudit.stats.planted import ArmShape, MeasureModel, planted_tables, truth_for
+from scoreaudit.stats.planted import ArmShape, MeasureModel, planted_tables
+from scoreaudit.stats.truth import TruthContext, true_value
 
 DEFAULT_SHAPES = {"real": (200, 1), "synthetic": (50, 4)}  # (clusters, images per cluster) by arm kind
 DEFAULT_STRATA = ("s1", "s2", "s3")
-
-TrueFn = Callable[[AuditIR, StatCallIR, dict, MeasureModel, float], "float | None"]
-TRUE_VALUES: dict[str, TrueFn] = {}
-
-
-def true_value(name: str):
-    def deco(fn: TrueFn) -> TrueFn:
-        TRUE_VALUES[name] = fn
-        return fn
-    return deco
-
-
-def _offsets(op) -> tuple[np.ndarray, float]:
-    d = np.array(op.doses) - op.identity
-    tmax = float(np.max(np.abs(d))) or 1.0
-    return d[d > 1e-9], tmax
-
-
-@true_value("fidelity_index")
-def _tv_fi(ir, call, t, model, scale):
-    op = ir.operators[call.params["operator"]]
-    pos, tmax = _offsets(op)
-    mult = t["placebo"] if op.placebo_of else 1.0
-    return t["fidelity"] * mult * float(np.mean((pos / tmax) ** 2)) / scale
-
-
-@true_value("asymmetry")
-def _tv_asym(ir, call, t, model, scale):
-    op = ir.operators[call.params["operator"]]
-    pos, tmax = _offsets(op)
-    mult = t["placebo"] if op.placebo_of else 1.0
-    slope = 0.0 if op.placebo_of or not t.get("slope_by") else t["slope"] * model.slope * float(np.mean(pos))
-    return (t["asymmetry"] * mult * float(np.mean(pos / tmax)) + slope) / scale
-
-
-@true_value("placebo_ratio")
-def _tv_ratio(ir, call, t, model, scale):
-    return 1.0 / t["placebo"] if t["fidelity"] != 0 and t["placebo"] != 0 else None
-
-
-@true_value("attribute_effect")
-def _tv_attr(ir, call, t, model, scale):
-    if t["fidelity"] or t["asymmetry"]:
-        return None
-    return (t["slope"] if t.get("slope_by") == call.params["measure"] else 0.0) / scale
-
-
-@true_value("net_drift")
-def _tv_drift(ir, call, t, model, scale):
-    return 0.0 if not (t["fidelity"] or t["asymmetry"] or t["slope"]) else None
-
 
 def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
     if isinstance(truth, (str, Path)):
@@ -105,6 +56,7 @@ def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
             continue
         n_c, per = DEFAULT_SHAPES[arm.kind]
         strata = {s: DEFAULT_STRATA for s in arm.strata}
+        crossed: tuple[str, ...] = ()
         man = arm.call.params.get("manifest")
         if man and spec_path is not None:
             p = Path(spec_path).parent / man
@@ -115,9 +67,13 @@ def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
                 per = max(1, round(len(df) / max(n_c, 1)))
                 strata = {s: tuple(sorted(df[s].dropna().astype(str).unique())) or DEFAULT_STRATA
                           for s in arm.strata if s in df} | {s: DEFAULT_STRATA for s in arm.strata if s not in df}
+                if col and col in df:  # strata crossed with clusters stay crossed
+                    crossed = tuple(s for s in arm.strata if s in df and len(strata[s]) > 1
+                                    and (df.groupby(col)[s].nunique() == len(strata[s])).all())
+                    per = max(per, *(len(strata[s]) for s in crossed)) if crossed else per
             except (OSError, ValueError, KeyError):
                 pass
-        shapes[name] = ArmShape(n_c, per, strata)
+        shapes[name] = ArmShape(n_c, per, strata, crossed)
     return shapes
 
 
@@ -125,6 +81,15 @@ def _hyp_true(cell: CellIR, truth: float | None) -> bool | None:
     if truth is None or not math.isfinite(truth):
         return None
     t = cell.test
+    if t.kind == "claim":
+        p = cell.statistic.params
+        if cell.statistic.name == "transfers":
+            k = float(p.get("margin") or 2.0)
+            return 1 / k < truth < k
+        if cell.statistic.name == "homogeneous":
+            m = p.get("margin")
+            return truth < m if m else truth == 0.0
+        return None
     if t.kind == "greater":
         return truth > t.threshold
     if t.kind == "less":
@@ -139,8 +104,7 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
                    seed: int | None = None) -> list[dict]:
     """Rows per cell: truth, hypothesis truth, bias, coverage, power/false-positive rate."""
     base_seed = ir.settings.seed if seed is None else seed
-    cells = [c for c in ir.cells() if all(a in shapes for a in (c.arms or (c.arm,)) if a)
-             and c.statistic.name in ESTIMATORS]
+    cells = [c for c in ir.cells() if all(a in shapes for a in (c.arms or (c.arm,)) if a)]
     est_rows: dict[str, list[tuple]] = {c.id: [] for c in cells}
     bar = None
     if progress:
@@ -164,10 +128,10 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
         bar.stop()
     out = []
     for cell in cells:
-        t = truth_for(truth, cell.scorer, cell.arm)
-        scale = 1.0 if ir.settings.scale == "raw" else math.sqrt(1.0 + t["noise"] ** 2)
-        fn = TRUE_VALUES.get(cell.statistic.name)
-        tv = fn(ir, cell.statistic, t, model, scale) if fn and cell.arm else None
+        levels = {col: lv for sh in shapes.values() for col, lv in sh.strata.items()}
+        tc = TruthContext({**truth, "_levels": levels}, cell.scorer, cell.arm, model,
+                          raw=ir.settings.scale == "raw")
+        tv = true_value(ir, cell.statistic, tc)
         ht = _hyp_true(cell, tv)
         rows = est_rows[cell.id]
         est = np.array([x[0] for x in rows], float)
@@ -186,7 +150,8 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
                     "supported": share["supported"], "refuted": share["refuted"],
                     "inconclusive": share["inconclusive"],
                     "power": share["supported"] if ht is True else None,
-                    "false_positive_rate": share["supported"] if ht is False else None})
+                    "false_positive_rate": share["supported"] if ht is False else None,
+                    "false_refutation_rate": share["refuted"] if ht is True else None})
     return out
 
 
@@ -202,8 +167,9 @@ def _fmt(v: Any) -> str:
 
 def render_table(rows: list[dict]) -> str:
     cols = ("cell", "truth", "hypothesis_true", "mean_estimate", "bias", "coverage", "power",
-            "false_positive_rate", "supported", "refuted")
-    heads = ("cell", "truth", "H true", "mean est", "bias", "coverage", "power", "FPR", "supported", "refuted")
+            "false_positive_rate", "false_refutation_rate", "supported", "refuted")
+    heads = ("cell", "truth", "H true", "mean est", "bias", "coverage", "power", "false supp.", "false refut.",
+             "supported", "refuted")
     data = [[_fmt(r[c]) for c in cols] for r in rows]
     widths = [max(len(h), *(len(d[k]) for d in data)) if data else len(h) for k, h in enumerate(heads)]
     line = "  ".join(h.ljust(w) for h, w in zip(heads, widths))
@@ -226,7 +192,8 @@ def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=N
         from scoreaudit.stats.provenance import clean
 
         meta = {"reps": reps, "truth": tr, "shapes": {k: {"n_clusters": v.n_clusters, "per_cluster": v.per_cluster,
-                                                          "strata": {s: list(l) for s, l in v.strata.items()}}
+                                                          "strata": {s: list(l) for s, l in v.strata.items()},
+                                                          "crossed": list(v.crossed)}
                                                       for k, v in shapes.items()}, "cells": rows}
         base.with_suffix(".json").write_text(json.dumps(clean(meta), indent=2), encoding="utf-8")
         with base.with_suffix(".csv").open("w", newline="", encoding="utf-8") as f:

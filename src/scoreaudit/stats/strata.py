@@ -1,14 +1,21 @@
-"""Population heterogeneity: `homogeneous(θ, by: s)` (METHODS).
+"""Population heterogeneity: `homogeneous(θ, by: s, margin: δ)` (spec/methods.md).
 
-Each stratum is a sub-arm (its images, its clusters, a bootstrap derived from
-(seed, arm, stratum)); the wrapped statistic runs unchanged on it. The omnibus
-test compares the per-cluster contrasts across strata (Kruskal–Wallis, or
-one-way ANOVA with `test: anova`); its p goes into the audit family, and the
-claim is resolved after multiplicity (`stats.claims`): refuted when q ≤ alpha,
-supported when q > alpha and every stratum's (1 − alpha) CI overlaps the
-pooled (1 − alpha) CI, else inconclusive. The largest pairwise contrast
-(Welch t-test on the per-cluster contrasts, raw p) is reported as post hoc.
-The cell's estimate is the spread (max − min) of the stratum estimates.
+Each stratum is a sub-arm (its images, its clusters) whose bootstrap is the
+whole arm's count matrix restricted to its clusters, so stratum estimates are
+joint draws and pairwise differences have a proper shared-bootstrap interval.
+The omnibus test of equality follows the design:
+- nested (each cluster in one stratum): Kruskal–Wallis on the per-cluster
+  contrasts (one-way ANOVA with `test: anova`);
+- crossed (every cluster in every stratum): Friedman blocked by cluster
+  (the sign test for two strata);
+- otherwise, or when the statistic has no per-cluster contrasts (a
+  regression): a Wald test of the stratum differences with their joint
+  bootstrap covariance, referred to F(q, G − 1).
+Refuted when the omnibus q ≤ alpha. Supported only with a margin δ, when
+every pairwise difference's (1 − 2α) interval lies inside [−δ, δ] (and the
+omnibus test did not refute). The largest pairwise contrast is reported with
+its raw p, labelled as selected after the fact. The cell's estimate is the
+spread (max − min) of the stratum estimates.
 """
 
 from __future__ import annotations
@@ -19,19 +26,55 @@ import numpy as np
 from scipy import stats as sps
 
 from scoreaudit.compiler.ir import StatCallIR
-from scoreaudit.stats.context import StatContext, StatError
-from scoreaudit.stats.estimate import Estimate, estimator
+from scoreaudit.stats.context import ArmData, StatContext, StatError
+from scoreaudit.stats.estimate import Estimate
 from scoreaudit.stats.transfer import inner_call
 
+TEST_NAMES = {"kruskal": "Kruskal–Wallis test", "anova": "one-way ANOVA", "friedman": "Friedman test",
+              "sign": "sign test (Friedman with two strata)", "wald": "bootstrap Wald test, F(q, G − 1)"}
 
-def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return bool(np.all(np.isfinite([*a, *b])) and a[0] <= b[1] and b[0] <= a[1])
+
+def design(a: ArmData, by: str) -> str:
+    """"nested" (each cluster in one stratum), "crossed" (every cluster in every stratum) or "other"."""
+    v = a.images[by]
+    ok = v.notna().to_numpy()
+    levels = v[ok].astype(str)
+    per = levels.groupby(a.images["cluster"][ok].to_numpy()).nunique()
+    n_levels = levels.nunique()
+    if (per == 1).all():
+        return "nested"
+    if (per == n_levels).all():
+        return "crossed"
+    return "other"
 
 
-@estimator("homogeneous")
+def _root_jack(a: ArmData, sub: ArmData, est: Estimate) -> np.ndarray | None:
+    """The stratum's jackknife on the root arm's clusters (unchanged where the left-out cluster is not in it)."""
+    labels = est.detail.get("_clusters")
+    if est.jack is None or labels is None or len(labels) != len(est.jack):
+        return None
+    out = np.full(a.root.n_clusters, est.estimate)
+    out[np.searchsorted(a.root.clusters.astype(str), np.asarray(labels).astype(str))] = est.jack
+    return out
+
+
+def _wald(boots: list[np.ndarray], ests: list[float], G: int) -> tuple[float, float, int]:
+    """Wald statistic/q of the differences from the first stratum, bootstrap covariance, F(q, G − 1)."""
+    B = np.column_stack([b - boots[0] for b in boots[1:]])
+    B = B[np.isfinite(B).all(1)]
+    d = np.array([e - ests[0] for e in ests[1:]])
+    q = len(d)
+    if len(B) < q + 2:
+        return float("nan"), float("nan"), q
+    cov = np.cov(B, rowvar=False).reshape(q, q)
+    w = float(d @ np.linalg.pinv(cov) @ d) / q
+    return w, float(sps.f.sf(w, q, max(G - 1, 1))), q
+
+
 def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     by = call.params["by"]
-    test = call.params.get("test", "kruskal")
+    test = call.params.get("test") or "auto"
+    margin = call.params.get("margin")
     inner = inner_call(call)
     a = ctx.arm(arm)
     if by not in a.images.columns:
@@ -40,52 +83,78 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
     pooled = ctx.evaluate(inner, a, scorer)
     if pooled.undefined:
         raise StatError(pooled.undefined)
-    pooled_ci = pooled.interval(level)
     strata, skipped = [], []
     values = a.images[by]
-    for level_value in sorted(values.dropna().astype(str).unique()):
-        sub = a.subset(f"{by}={level_value}", (values.astype(str) == level_value).to_numpy() & values.notna().to_numpy())
+    for value in sorted(values.dropna().astype(str).unique()):
+        sub = a.subset(f"{by}={value}", (values.astype(str) == value).to_numpy() & values.notna().to_numpy())
         est = ctx.evaluate(inner, sub, scorer)
-        if est.undefined or est.contrasts is None or len(est.contrasts) < 2:
-            skipped.append({"stratum": level_value, "reason": est.undefined or "fewer than 2 clusters"})
+        if est.undefined or not np.isfinite(est.estimate) or est.boot is None and est.contrasts is None:
+            skipped.append({"stratum": value, "reason": est.undefined or "no estimate"})
             continue
         ci = est.interval(level)
-        strata.append({"stratum": level_value, "estimate": est.estimate, "ci_low": ci[0], "ci_high": ci[1],
-                       "n_clusters": int(len(est.contrasts)), "overlaps_pooled": _overlap(ci, pooled_ci),
-                       "_contrasts": np.asarray(est.contrasts)})
+        strata.append({"stratum": value, "estimate": est.estimate, "ci_low": ci[0], "ci_high": ci[1],
+                       "n_clusters": est.detail.get("n_clusters"), "_est": est, "_sub": sub})
     if len(strata) < 2:
-        raise StatError(f"homogeneous(by: {by}) needs at least 2 strata with 2+ clusters on {a.name!r}")
-    groups = [s["_contrasts"] for s in strata]
-    omni = sps.f_oneway(*groups) if test == "anova" else sps.kruskal(*groups)
+        raise StatError(f"homogeneous(by: {by}) needs at least 2 strata with an estimate on {a.name!r}")
+    kind = design(a, by)
+    have_contrasts = all(s["_est"].contrasts is not None and len(s["_est"].contrasts) >= 2 for s in strata)
+    if test == "auto":
+        test = ("kruskal" if kind == "nested" else "friedman" if kind == "crossed" else "wald") \
+            if have_contrasts else "wald"
+    groups = [np.asarray(s["_est"].contrasts) for s in strata] if have_contrasts else []
+    G = a.root.n_clusters
+    stat_value = omni_p = float("nan")
+    if test in ("kruskal", "anova") and have_contrasts:
+        r = sps.f_oneway(*groups) if test == "anova" else sps.kruskal(*groups)
+        stat_value, omni_p = float(r.statistic), float(r.pvalue)
+    elif test == "friedman" and have_contrasts:
+        labels = [dict(zip(np.asarray(s["_est"].detail["_clusters"]).astype(str), g)) for s, g in zip(strata, groups)]
+        common = sorted(set.intersection(*(set(x) for x in labels)))
+        M = np.array([[x[c] for x in labels] for c in common])
+        if len(strata) == 2:
+            d = M[:, 0] - M[:, 1]
+            n = int((d != 0).sum())
+            test = "sign"
+            omni_p = float(sps.binomtest(int((d > 0).sum()), n, 0.5).pvalue) if n else 1.0
+            stat_value = float((d > 0).sum())
+        elif len(common) >= 2:
+            r = sps.friedmanchisquare(*M.T)
+            stat_value, omni_p = float(r.statistic), float(r.pvalue)
+    else:
+        test = "wald"
+        stat_value, omni_p, _ = _wald([np.asarray(s["_est"].boot, float) for s in strata],
+                                      [s["estimate"] for s in strata], G)
+    # pairwise differences from the shared bootstrap
     pairs = []
     for s1, s2 in combinations(strata, 2):
-        pairs.append((abs(s1["estimate"] - s2["estimate"]), s1, s2))
-    _, s1, s2 = max(pairs, key=lambda x: x[0])
-    post = sps.ttest_ind(s1["_contrasts"], s2["_contrasts"], equal_var=False)
+        e1, e2 = s1["_est"], s2["_est"]
+        j1, j2 = _root_jack(a, s1["_sub"], e1), _root_jack(a, s2["_sub"], e2)
+        diff = Estimate(e1.estimate - e2.estimate, "bootstrap", boot=np.asarray(e1.boot) - np.asarray(e2.boot),
+                        jack=(j1 - j2) if j1 is not None and j2 is not None else None, ci=ctx.settings.ci,
+                        detail={"n_clusters": G})
+        lo, hi = diff.interval(1 - 2 * ctx.alpha)
+        p_raw = min(1.0, 2 * min(diff.p_greater(0.0), diff.p_less(0.0)))
+        row = {"a": s1["stratum"], "b": s2["stratum"], "difference": diff.estimate, "ci_low": lo, "ci_high": hi,
+               "ci_level": 1 - 2 * ctx.alpha, "p_raw": p_raw}
+        if margin:
+            row["p_equivalence"] = diff.p_equivalence(-float(margin), float(margin))
+            row["inside_margin"] = bool(np.isfinite(lo) and np.isfinite(hi) and -margin < lo and hi < margin)
+        pairs.append(row)
+    largest = max(pairs, key=lambda r: abs(r["difference"]))
     ests = [s["estimate"] for s in strata]
-    det = {"by": by, "test": test, "statistic": inner.name, "params": dict(inner.params),
-           "omnibus_statistic": float(omni.statistic), "omnibus_p": float(omni.pvalue),
-           "pooled": pooled.estimate, "pooled_ci": list(pooled_ci), "ci_level": level,
+    det = {"by": by, "design": kind, "test": test, "test_name": TEST_NAMES[test], "statistic": inner.name,
+           "params": dict(inner.params), "margin": margin,
+           "omnibus_statistic": stat_value, "omnibus_p": omni_p,
+           "pooled": pooled.estimate, "pooled_ci": list(pooled.interval(level)), "ci_level": level,
            "strata": [{k: v for k, v in s.items() if not k.startswith("_")} for s in strata],
-           "skipped": skipped, "all_overlap": all(s["overlaps_pooled"] for s in strata),
-           "pooled_ci_low": pooled_ci[0], "pooled_ci_high": pooled_ci[1],
-           "largest_contrast": {"a": s1["stratum"], "b": s2["stratum"],
-                                "difference": s1["estimate"] - s2["estimate"], "p": float(post.pvalue),
-                                "test": "Welch t-test on per-cluster contrasts",
-                                "label": "selected after the fact (post hoc), raw p"}}
-    return Estimate(float(max(ests) - min(ests)), "fixed", p_fixed=float(omni.pvalue), detail=det)
-
-
-def stratum_contrasts(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> dict[str, np.ndarray]:
-    """Per-stratum per-cluster contrasts (for verify / tables)."""
-    by = call.params["by"]
-    inner = inner_call(call)
-    a = ctx.arm(arm)
-    values = a.images[by]
-    out = {}
-    for v in sorted(values.dropna().astype(str).unique()):
-        sub = a.subset(f"{by}={v}", (values.astype(str) == v).to_numpy() & values.notna().to_numpy())
-        est = ctx.evaluate(inner, sub, scorer)
-        if est.contrasts is not None:
-            out[v] = np.asarray(est.contrasts)
-    return out
+           "skipped": skipped, "pairs": pairs,
+           "equivalent": (all(r["inside_margin"] for r in pairs) if margin else None),
+           "largest_contrast": {"a": largest["a"], "b": largest["b"], "difference": largest["difference"],
+                                "p": largest["p_raw"], "test": "shared cluster bootstrap, two-sided",
+                                "label": "selected after the fact (post hoc), raw p"},
+           "n_clusters": G}
+    if not margin:
+        det["note"] = "no margin: the claim can be refuted or inconclusive, never supported"
+    # The spread (max − min) is a selected statistic: it gets no interval of its own (a percentile interval
+    # of max − min never covers 0); the pairwise differences carry the intervals that decide the claim.
+    return Estimate(float(max(ests) - min(ests)), "fixed", p_fixed=omni_p, detail=det)

@@ -1,27 +1,34 @@
-"""Cross-arm transfer of a reading from a synthetic to a real arm (METHODS: cross-arm transfer).
+"""Cross-arm transfer as an equivalence claim on ρ = θ_target / θ_source (spec/methods.md).
 
-The estimator computes both readings; the class needs each reading's q, which
-is taken over the family of *all transfer readings of the audit* (two per
-transfers cell, the audit's correction), so `classify` runs after every cell
-is estimated (see `stats.claims`). A reading's p is two-sided against 0:
-2·min(p(θ ≤ 0), p(θ ≥ 0)) from the reading's own Estimate. The cell's p for
-the audit family is the intersection–union p of "both readings non-zero",
-max(p_S, p_R). Attenuation's difference test is one-sided at alpha (raw):
-d = sign(θ_S)·(θ_S − θ_R) > 0, from paired replicates of the two arms'
-independent bootstraps (or a normal test when a reading has only an SE).
+Both readings are centred on the nested statistic's null value (0 for
+effects, 0.5 for accuracies: the registry's `null`) before the ratio is
+formed. The two arms have independent bootstraps (each arm's own count
+matrix), so replicates ρ*_b = (θ*_R,b − n) / (θ*_S,b − n) pair them
+index by index; the jackknife for BCa leaves out one cluster of either arm.
+A reading without bootstrap replicates (Wilson or Wald intervals) gets normal
+replicates θ + SE·z from a seeded generator.
+
+Outcome (`transfers(θ, from: S, to: R, margin: k)`):
+- supported when q ≤ alpha for the intersection–union p
+  max(p_S, p_R, p_equivalence) — both readings non-zero, and ρ within
+  [1/k, k] by two one-sided tests of ρ — and the readings share a sign;
+- refuted when ρ's (1 − 2α) interval lies entirely outside [1/k, k]
+  (entirely below 0 is a reversal);
+- otherwise inconclusive. A reading that is not significant on one arm
+  (collapse, emergence) is never by itself a refutation.
+The descriptive class uses each reading's q over the family of all transfer
+readings of the audit (two per cell) and ρ's (1 − 2α) interval.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as sps
 
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import StatContext, StatError
-from scoreaudit.stats.estimate import Estimate, estimator
+from scoreaudit.stats.estimate import Estimate
 
-CLASS_OUTCOME = {"consistent": "supported", "reversal": "refuted", "attenuation": "refuted",
-                 "collapse": "refuted", "emergence": "refuted", "null": "inconclusive"}
+CLASSES = ("reversal", "attenuation", "amplification", "consistent", "collapse", "emergence", "null")
 
 
 def inner_call(call: StatCallIR) -> StatCallIR:
@@ -33,72 +40,100 @@ def inner_call(call: StatCallIR) -> StatCallIR:
     return inner
 
 
-def two_sided_p(est: Estimate) -> float:
-    p = 2 * min(est.p_greater(0.0), est.p_less(0.0))
+def null_of(name: str) -> float:
+    from scoreaudit import registry
+
+    registry.load_plugins()
+    n = registry.statistics.get(name).meta.get("null")
+    if n is None:
+        raise StatError(f"statistic {name!r} has no null value, so it cannot be transferred")
+    return float(n)
+
+
+def two_sided_p(est: Estimate, null: float = 0.0) -> float:
+    p = 2 * min(est.p_greater(null), est.p_less(null))
     return float(min(1.0, p)) if np.isfinite(p) else float("nan")
 
 
-def difference_p(s: Estimate, r: Estimate) -> float:
-    """One-sided p of sign(θ_S)·(θ_S − θ_R) ≤ 0."""
-    sign = 1.0 if s.estimate >= 0 else -1.0
-    if s.boot is not None and r.boot is not None and len(s.boot) == len(r.boot):
-        d = sign * (s.boot - r.boot)
-        d = d[np.isfinite(d)]
-        if len(d):
-            return float((1 + np.sum(d <= 0)) / (len(d) + 1))
-    se = [e.se if e.se is not None else (np.nanstd(e.boot, ddof=1) if e.boot is not None else np.nan)
-          for e in (s, r)]
-    z = sign * (s.estimate - r.estimate) / np.sqrt(se[0] ** 2 + se[1] ** 2)
-    return float(sps.norm.sf(z)) if np.isfinite(z) else float("nan")
+def _replicates(est: Estimate, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+    """(bootstrap replicates, jackknife values) of a reading; normal replicates when it has none."""
+    if est.boot is not None and len(est.boot):
+        return np.asarray(est.boot, float), est.jack
+    lo, hi = est.interval(0.6827)
+    se = (hi - lo) / 2 if np.isfinite(lo) and np.isfinite(hi) else (est.se or float("nan"))
+    return est.estimate + se * rng.standard_normal(n_boot), None
 
 
-def _difference_ci(s: Estimate, r: Estimate, level: float) -> tuple[float, float]:
-    """Percentile CI of θ_R − θ_S from paired replicates of the two arms' independent bootstraps."""
-    if s.boot is not None and r.boot is not None and len(s.boot) == len(r.boot):
-        d = (r.boot - s.boot)
-        d = d[np.isfinite(d)]
-        if len(d):
-            a = (1 - level) / 2
-            lo, hi = np.quantile(d, [a, 1 - a])
-            return float(lo), float(hi)
-    return float("nan"), float("nan")
-
-
-@estimator("transfers")
 def transfers(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     p = call.params
     source = p.get("source", p.get("from"))
     target = p.get("target", p.get("to"))
+    k = float(p.get("margin") or 2.0)
     inner = inner_call(call)
+    null = null_of(inner.name)
     es, er = ctx.evaluate(inner, source, scorer), ctx.evaluate(inner, target, scorer)
     level = 1 - ctx.alpha
     det = {"statistic": inner.name, "params": dict(inner.params), "source": source, "target": target,
-           "theta_source": es.estimate, "theta_target": er.estimate,
+           "null": null, "margin": k, "theta_source": es.estimate, "theta_target": er.estimate,
            "ci_source": list(es.interval(level)), "ci_target": list(er.interval(level)), "ci_level": level,
-           "p_source": two_sided_p(es), "p_target": two_sided_p(er),
-           "p_difference": difference_p(es, er) if not (es.undefined or er.undefined) else float("nan")}
+           "p_source": two_sided_p(es, null), "p_target": two_sided_p(er, null)}
     if es.undefined or er.undefined:
         return Estimate(float("nan"), "fixed", undefined=es.undefined or er.undefined, detail=det)
-    det["difference"] = er.estimate - es.estimate
-    det["difference_ci_low"], det["difference_ci_high"] = _difference_ci(es, er, level)
-    p_iut = max(det["p_source"], det["p_target"])
-    return Estimate(er.estimate - es.estimate, "fixed", p_fixed=p_iut, detail=det)
+    if es.estimate == null:
+        return Estimate(float("nan"), "fixed", detail=det,
+                        undefined=f"the source reading equals the null value {null:g}: no ratio")
+    rng = np.random.default_rng(np.random.SeedSequence([ctx.seed % (2**63), 0x7F, len(source), len(target)]))
+    bs, js = _replicates(es, ctx.n_boot, rng)
+    br, jr = _replicates(er, ctx.n_boot, rng)
+    B = min(len(bs), len(br))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = (br[:B] - null) / (bs[:B] - null)
+        jack = None
+        if js is not None and jr is not None:
+            jack = np.concatenate([(er.estimate - null) / (np.asarray(js) - null),
+                                   (np.asarray(jr) - null) / (es.estimate - null)])
+    rho = (er.estimate - null) / (es.estimate - null)
+    ratio = Estimate(float(rho), "bootstrap", boot=boot, jack=jack, ci=ctx.settings.ci,
+                     detail={"n_clusters": len(jack) if jack is not None else None})
+    lo, hi = ratio.interval(1 - 2 * ctx.alpha)
+    p_eq = ratio.p_equivalence(1 / k, k)
+    det.update(ratio=float(rho), ratio_ci_low=lo, ratio_ci_high=hi, ratio_ci_level=1 - 2 * ctx.alpha,
+               p_equivalence=p_eq, inverse_ratio=float(1 / rho) if rho != 0 else None,
+               difference=er.estimate - es.estimate)
+    p_iut = max(det["p_source"], det["p_target"], p_eq)
+    return Estimate(float(rho), "bootstrap", boot=boot, jack=jack, p_fixed=p_iut, ci=ctx.settings.ci,
+                    detail=det)
 
 
 def classify(det: dict, q_source: float, q_target: float, alpha: float) -> str:
-    """The transfer class from the two readings, their q and the difference test."""
+    """The descriptive transfer class from the two readings' q and ρ's (1 − 2α) interval."""
     sig_s = bool(np.isfinite(q_source) and q_source <= alpha)
     sig_r = bool(np.isfinite(q_target) and q_target <= alpha)
-    ts, tr = det["theta_source"], det["theta_target"]
+    n = det.get("null", 0.0)
+    ts, tr = det["theta_source"] - n, det["theta_target"] - n
     if sig_s and sig_r:
         if np.sign(ts) != np.sign(tr):
             return "reversal"
-        pd_ = det.get("p_difference", float("nan"))
-        if abs(tr) < abs(ts) and np.isfinite(pd_) and pd_ <= alpha:
+        lo, hi = det.get("ratio_ci_low", np.nan), det.get("ratio_ci_high", np.nan)
+        if np.isfinite(hi) and hi < 1:
             return "attenuation"
+        if np.isfinite(lo) and lo > 1:
+            return "amplification"
         return "consistent"
     if sig_s:
         return "collapse"
     if sig_r:
         return "emergence"
     return "null"
+
+
+def outcome(det: dict, q: float, alpha: float) -> str:
+    """Equivalence outcome of ρ within [1/k, k] (see the module docstring)."""
+    k = det["margin"]
+    lo, hi = det.get("ratio_ci_low", np.nan), det.get("ratio_ci_high", np.nan)
+    same_sign = np.sign(det["theta_source"] - det["null"]) == np.sign(det["theta_target"] - det["null"])
+    if np.isfinite(q) and q <= alpha and same_sign:
+        return "supported"
+    if np.isfinite(lo) and np.isfinite(hi) and (hi < 1 / k or lo > k):
+        return "refuted"
+    return "inconclusive"

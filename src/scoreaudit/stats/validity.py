@@ -1,4 +1,4 @@
-"""Measurement validity of a measure under an operator (METHODS: r2, monotonic).
+"""Measurement validity of a measure under an operator (spec/methods.md: r2, monotonic).
 
 Choices (spec/methods-choices.md): the pooled OLS of Δm = m(i, d) − m(i, d0) on
 (d − d0) has an intercept and uses the rows d ≠ d0 (the identity rows are 0 by
@@ -50,6 +50,18 @@ def validity_numbers(ctx: StatContext, arm: str, operator: str, measure: str) ->
         share = float("nan")
     return {"r2": r2, "slope": slope, "monotonic": share, "n_images": int(complete.sum()),
             "n_rows": int(len(y))}
+
+
+def r2(ctx: StatContext, arm: str, operator: str, measure: str) -> float:
+    """The `r2` validation check (registry estimator of the `r2` statistic)."""
+    nums = validity_numbers(ctx, arm, operator, measure)
+    return float("nan") if nums is None else nums["r2"]
+
+
+def monotonic(ctx: StatContext, arm: str, operator: str, measure: str) -> float:
+    """The `monotonic` validation check (registry estimator of the `monotonic` statistic)."""
+    nums = validity_numbers(ctx, arm, operator, measure)
+    return float("nan") if nums is None else nums["monotonic"]
 
 
 def validations(ctx: StatContext) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Auditability verdict per (measure, operator) axis (METHODS).
+"""Auditability verdict per (measure, operator) axis (spec/methods.md).
 
 Axes: every (measure, operator) named by a `validate` statement or a cell's
 `axis`, plus those implied by `attribute_effect(o, measure: m)` and by

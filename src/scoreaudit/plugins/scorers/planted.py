@@ -67,7 +67,7 @@ def pair_base_id(item: ScoreItem) -> str:
 
 @scorers.register("planted", params=PlantedParams, version="1", needs_prompt=False, requires=())
 class Planted:
-    """s(i,o,d) = b_i − F·u² + A·u + K·Δm + E·[factor = level] + ε, all seeded (DESIGN §3).
+    """s(i,o,d) = b_i − F·u² + A·u + K·Δm + E·[factor = level] + ε, all seeded (spec/methods.md, "Design diagnosis").
 
     u = (d − d0) / max|d − d0| (0 for the original image); b_i ~ N(0, 1) from
     sha256(image id, seed); ε ~ N(0, noise²) from sha256(image id, operator,

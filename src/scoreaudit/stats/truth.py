@@ -1,0 +1,188 @@
+"""True values of statistics under the planted model (for `simulate` and the calibration bench).
+
+Each statistic's registry entry names its truth function here (`truth=`).
+The planted scorer (stats/planted.py) is
+
+    s(i, o, d) = b_i − F·u² + A·u + K·(m(i, o, d) − m(i, d0)) + E·[factor = level] + ε,
+
+u = (d − d0)/t_max, b_i ~ N(0, 1), ε ~ N(0, noise²), placebo operators scaled
+by P, and a measure linear in the dose (slope `model.slope`, mean-zero
+noise), so expectations over images are closed forms of the dose grid.
+A truth function takes (ir, call, tc: TruthContext) and returns the value in
+the statistic's units (SD units under `scale: sd`), or None when the planted
+model implies none.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from scoreaudit.compiler.ir import AuditIR, StatCallIR
+from scoreaudit.stats.planted import MeasureModel, truth_for
+
+
+@dataclass(frozen=True)
+class TruthContext:
+    """Where a truth is asked: scorer, arm (None for cross-arm), stratum, the planted parameters."""
+
+    truth: Mapping[str, Any]
+    scorer: str
+    arm: str | None
+    model: MeasureModel = MeasureModel()
+    stratum: str | None = None
+    raw: bool = False
+
+    def params(self) -> dict:
+        return truth_for(self.truth, self.scorer, self.arm, self.stratum)
+
+    def scale(self) -> float:
+        """The SD of original scores the planted model implies: sqrt(1 + noise²) (1 under `scale: raw`)."""
+        if self.raw:
+            return 1.0
+        t = truth_for(self.truth, self.scorer, self.arm, None)
+        return math.sqrt(1.0 + t["noise"] ** 2)
+
+    def at(self, arm: str | None = None, stratum: str | None = None) -> "TruthContext":
+        return TruthContext(self.truth, self.scorer, arm if arm is not None else self.arm, self.model,
+                            stratum, self.raw)
+
+
+def true_value(ir: AuditIR, call: StatCallIR, tc: TruthContext) -> float | None:
+    """The truth of any statistic call, through its registry entry (None when it has none)."""
+    from scoreaudit import registry
+    from scoreaudit.stats.estimate import resolve
+
+    registry.load_plugins()
+    target = registry.statistics.get(call.name).meta.get("truth")
+    if not target:
+        return None
+    fn: Callable[..., float | None] = resolve(target, f"truth of statistic {call.name!r}")
+    return fn(ir, call, tc)
+
+
+def _grid(ir: AuditIR, operator: str):
+    op = ir.operators[operator]
+    d = np.array(op.doses, dtype=float) - op.identity
+    tmax = float(np.max(np.abs(d))) or 1.0
+    return op, d, tmax
+
+
+def _delta(ir: AuditIR, operator: str, t: dict, model: MeasureModel) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets d − d0, expected raw Δ at each dose) of the planted scorer."""
+    op, d, tmax = _grid(ir, operator)
+    u = d / tmax
+    mult = t["placebo"] if op.placebo_of else 1.0
+    slope = 0.0 if op.placebo_of or not t.get("slope_by") else t["slope"] * model.slope
+    return d, -t["fidelity"] * mult * u**2 + t["asymmetry"] * mult * u + slope * d
+
+
+def fidelity_index(ir, call, tc: TruthContext):
+    d, D = _delta(ir, call.params["operator"], tc.params(), tc.model)
+    pos = d > 1e-9
+    neg = d < -1e-9
+    if pos.any() and neg.any():
+        return float(-np.mean([(D[np.isclose(d, x)][0] + D[np.isclose(d, -x)][0]) / 2 for x in d[pos]])) / tc.scale()
+    return float(-D[pos | neg].mean()) / tc.scale()
+
+
+def asymmetry(ir, call, tc: TruthContext):
+    d, D = _delta(ir, call.params["operator"], tc.params(), tc.model)
+    pos = d > 1e-9
+    return float(np.mean([(D[np.isclose(d, x)][0] - D[np.isclose(d, -x)][0]) / 2 for x in d[pos]])) / tc.scale()
+
+
+def curve(ir, call, tc: TruthContext):
+    op, d, _ = _grid(ir, call.params["operator"])
+    d, D = _delta(ir, call.params["operator"], tc.params(), tc.model)
+    dose = call.params.get("dose")
+    j = int(np.argmax(np.abs(d))) if dose is None else int(np.argmin(np.abs(d - (float(dose) - op.identity))))
+    return float(D[j]) / tc.scale()
+
+
+def trend(ir, call, tc: TruthContext):
+    d, D = _delta(ir, call.params["operator"], tc.params(), tc.model)
+    keep = np.abs(d) > 1e-9
+    x, y = d[keep], D[keep]
+    if np.ptp(x) == 0:
+        return None
+    return float(np.polyfit(x, y, 1)[0]) / tc.scale()
+
+
+def placebo_ratio(ir, call, tc: TruthContext):
+    fo = fidelity_index(ir, StatCallIR(name="fidelity_index", version="1",
+                                       params={"operator": call.params["operator"]}), tc)
+    fp = fidelity_index(ir, StatCallIR(name="fidelity_index", version="1",
+                                       params={"operator": call.params["placebo"]}), tc)
+    return fo / fp if fo > 0 and fp > 0 else None
+
+
+def attribute_effect(ir, call, tc: TruthContext):
+    t = tc.params()
+    if t["fidelity"] or t["asymmetry"]:
+        return None
+    return (t["slope"] if t.get("slope_by") == call.params["measure"] else 0.0) / tc.scale()
+
+
+def artifact_effect(ir, call, tc: TruthContext):
+    t = tc.params()
+    if t["asymmetry"] or t["slope"]:
+        return None
+    return -t["fidelity"] / tc.model.cov_scale / tc.scale()
+
+
+def _dose_symmetric_scorer(ir, call, tc: TruthContext) -> bool:
+    t = tc.params()
+    return not t["asymmetry"] and not (t.get("slope_by") and t["slope"])
+
+
+def net_drift(ir, call, tc: TruthContext):
+    """0 for a scorer symmetric in the dose (the planted measure is linear in it); else no closed form."""
+    return 0.0 if _dose_symmetric_scorer(ir, call, tc) else None
+
+
+def directional_drift(ir, call, tc: TruthContext):
+    return 0.0 if _dose_symmetric_scorer(ir, call, tc) else None
+
+
+def _null(call: StatCallIR) -> float:
+    from scoreaudit import registry
+
+    return float(registry.statistics.get(call.name).meta.get("null") or 0.0)
+
+
+def transfers(ir, call, tc: TruthContext):
+    """ρ = (θ_target − null) / (θ_source − null) of the nested statistic."""
+    inner = call.inner
+    src, dst = call.params.get("source"), call.params.get("target")
+    ts, tr = true_value(ir, inner, tc.at(src)), true_value(ir, inner, tc.at(dst))
+    if ts is None or tr is None:
+        return None
+    n = _null(inner)
+    return (tr - n) / (ts - n) if ts != n else None
+
+
+def homogeneous(ir, call, tc: TruthContext, levels: Mapping[str, tuple[str, ...]] | None = None):
+    """The largest difference between strata of the nested statistic's truth (0 when homogeneous)."""
+    by = call.params["by"]
+    levels = levels or tc.truth.get("_levels", {})
+    vals = []
+    for lv in levels.get(by, ()):
+        v = true_value(ir, call.inner, tc.at(stratum=f"{by}={lv}"))
+        if v is None:
+            return None
+        vals.append(v)
+    return float(max(vals) - min(vals)) if len(vals) >= 2 else None
+
+
+def factor_effect(ir, call, tc: TruthContext):
+    t = tc.params()
+    return 0.0 if not t.get("factor") or not t.get("effect") else None
+
+
+def group_gap(ir, call, tc: TruthContext):
+    t = tc.params()
+    return 0.0 if not t.get("factor") or not t.get("effect") else None
