@@ -93,7 +93,8 @@ KINDS = {
 def _spec(kind: Kind, scale: str, ci: str, boot: int) -> AuditIR:
     e = kind.expr.replace("{d}", f"{kind.delta:g}")
     if kind.name in ("transfers", "homogeneous"):
-        hyps = f'hypothesis E "e" {{\n  {e} for each scorer{" on " + kind.arm if kind.name == "homogeneous" else ""}\n}}\n'
+        on = f" on {kind.arm}" if kind.name == "homogeneous" else ""
+        hyps = f'hypothesis E "e" {{\n  {e}{on} for each scorer\n}}\n'
     elif kind.name == "placebo_ratio":  # null value 1: only the equivalence claim is meaningful
         hyps = f'hypothesis E "e" {{\n  {kind.equivalence.format(e=e, d=f"{kind.delta:g}")} on {kind.arm} for each scorer\n}}\n'
     else:

@@ -73,11 +73,13 @@ def test_simulate_cli_output(skin_ir, tmp_path):
 def test_calibration_bench_quick_grid_runs(capsys):
     """bench/calibration.py --quick: every statistic kind gets a table and the run time is printed."""
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "bench" / "calibration.py"
     spec = importlib.util.spec_from_file_location("calibration_bench", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
     assert mod.main(["--quick"]) == 0
     out = capsys.readouterr().out
