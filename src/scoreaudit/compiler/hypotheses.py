@@ -230,7 +230,7 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
     if "fi_doses" in needs:
         op = st.operators.get(params.get("operator"))
         if op is not None and not op.symmetric and not _one_sided(op):
-            missing = sorted({round(2 * op.identity - d, 9) for d in op.doses} - set(op.doses))
+            missing = sorted({dose_key(2 * op.identity - d) for d in op.doses} - {dose_key(d) for d in op.doses})
             sink.emit("E0420", low.bound.arg_node("operator"),
                       f"`{name}` needs doses symmetric around the identity {op.identity:g} (fidelity index) or all "
                       f"on one side of it (penalty index), but `{op.name}` has doses {_fmt_doses(op.doses)}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreaudit.compiler.doses import dose_key
+from scoreaudit.compiler.doses import dose_key, dose_keys
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index
 from scoreaudit.stats.estimate import Estimate
@@ -23,7 +23,7 @@ def even_odd(ctx: StatContext, arm, scorer: str, operator: str) -> tuple[np.ndar
     """
     op = ctx.operator(operator)
     doses, D = ctx.deltas(arm, scorer, operator, scaled=False)
-    off = np.round(doses - op.identity, 9)
+    off = dose_keys(np.asarray(doses) - op.identity)
     others = np.flatnonzero(np.abs(off) > 1e-9)
     if not len(others):
         raise StatError(f"operator {operator!r} has no dose other than its identity")
