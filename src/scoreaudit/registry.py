@@ -5,8 +5,11 @@ covariates, scorers, arm sources, statistics, report sections) is an entry in
 exactly one registry. An entry records the name, a pydantic parameter model,
 a version string (part of every cache key, so bumping it invalidates cached
 outputs) and the docstring that `scoreaudit describe` and `spec/language.md`
-show. Kind-specific facts the compiler checks (an operator's identity dose and
-dose range, what a statistic needs from an arm) live in `meta`.
+show. Kind-specific facts (an operator's identity dose and dose range, what a
+statistic needs from an arm, whether a scorer needs a prompt) live in `meta`,
+written once in the `register` call; everything that needs a fact reads it
+with `fact()` (FACTS lists the known ones and their defaults), never from a
+class attribute and never by testing a plugin's name.
 
 This module imports nothing heavy: `scoreaudit check` loads every registry
 without torch, scipy or OpenCV.
@@ -70,6 +73,24 @@ class ColumnValue(Params):
     column: str
 
 
+# Facts a plugin declares in its `register(...)` call, with the value an entry that omits one gets.
+FACTS: dict[str, dict[str, Any]] = {
+    "scorer": {
+        "needs_prompt": False,  # score(images, prompts, items) reads a prompt per image
+        "uses_item": False,  # the score depends on the ScoreItem (planted): cache keys include it
+        "reads_data": False,  # scores are read from data (manifest columns, tables): no forward pass
+        "data_params": (),  # reads_data: the parameters naming manifest columns; none given = tables only
+        "requires": (),  # importable modules the implementation needs (torch, open_clip, ...)
+    },
+    "operator": {
+        "identity": 0.0,  # the dose that returns the image unchanged
+        "pixel_local": False,  # changes only pixels inside its region (`isolates: true`)
+        "dose_range": None,
+        "unit": "",
+    },
+}
+
+
 @dataclass(frozen=True)
 class PluginEntry:
     kind: str
@@ -87,6 +108,12 @@ class PluginEntry:
 
     def validate(self, args: Mapping[str, Any]) -> Params:
         return self.params.model_validate(dict(args))
+
+    def fact(self, name: str) -> Any:
+        """A declared fact of this entry (FACTS gives the default when the entry omits it)."""
+        if name in self.meta:
+            return self.meta[name]
+        return FACTS.get(self.kind, {}).get(name)
 
 
 class Registry:
@@ -181,6 +208,22 @@ def load_plugins(entry_points: bool = True) -> dict[str, Registry]:
                 ep.load()
         _loaded = True
     return REGISTRIES
+
+
+def fact(kind: str, plugin: str, name: str) -> Any:
+    """`REGISTRIES[kind].get(plugin).fact(name)`, loading the plugins first."""
+    load_plugins()
+    return REGISTRIES[kind].get(plugin).fact(name)
+
+
+def reads_data(plugin: str) -> bool:
+    """A scorer whose numbers are read from data (manifest columns, tables): it costs no forward pass."""
+    return bool(fact("scorer", plugin, "reads_data"))
+
+
+def reads_tables_only(plugin: str, params: Mapping[str, Any]) -> bool:
+    """A data-reading scorer given no column to read: its scores come only from precomputed tables."""
+    return reads_data(plugin) and not any(params.get(p) for p in fact("scorer", plugin, "data_params"))
 
 
 def lookup(name: str) -> list[PluginEntry]:

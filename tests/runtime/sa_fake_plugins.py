@@ -39,9 +39,6 @@ class MeanParams(Params):
 class FakeMean:
     """Mean pixel value times `gain` (a scorer whose every output a test can recompute)."""
 
-    needs_prompt = False
-    uses_item = False
-
     def __init__(self, params, device: str = "cpu", precision: str = "auto"):
         self.params = params
         self.device = device
@@ -56,8 +53,6 @@ class FakeMean:
 
 class FakePrompt(FakeMean):
     """len(prompt) + mean/1000: checks which prompt each image got."""
-
-    needs_prompt = True
 
     def score(self, images, prompts, items):
         _record("fake_prompt", items, prompts)
@@ -84,9 +79,6 @@ class ItemParams(Params):
 
 class FakeItem:
     """10·u + 100·placebo + Δmeasure: reads only the ScoreItem (like planted scorers)."""
-
-    needs_prompt = False
-    uses_item = True
 
     def __init__(self, params, device: str = "cpu", precision: str = "auto"):
         self.params = params
@@ -128,7 +120,7 @@ class FakeFragile:
 
 FAKES = (("scorer", "fake_mean", FakeMean, MeanParams, {"needs_prompt": False}),
          ("scorer", "fake_prompt", FakePrompt, MeanParams, {"needs_prompt": True}),
-         ("scorer", "fake_item", FakeItem, ItemParams, {"needs_prompt": False}),
+         ("scorer", "fake_item", FakeItem, ItemParams, {"needs_prompt": False, "uses_item": True}),
          ("scorer", "fake_partial", FakePartial, MeanParams, {"needs_prompt": False}),
          ("region", "fake_dark", FakeDark, DarkParams, {}),
          ("operator", "fake_fragile", FakeFragile, None, {"identity": 0.0, "dose_range": (-50.0, 50.0),

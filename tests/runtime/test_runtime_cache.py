@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scoreaudit.runtime.cache import Cache, CacheError, decode, encode, explain, first_score_time
-from scoreaudit.runtime.keys import KEY_ALGO_VERSION, canonical_json, hash_value, step_key
+from scoreaudit.keys import KEY_ALGO_VERSION, canonical_json, hash_value, step_key
 
 
 def _step(params=None, inputs=None, version="1", slot="score s a/x original@0.0", kind="score"):

@@ -52,7 +52,9 @@ def test_the_registry_lists_the_known_scorers():
 @pytest.mark.parametrize("name", OFFLINE)
 def test_make_scorer_offline_scorers_follow_the_protocol(name, astronaut):
     s = rs.make_scorer(ir(name, **CONTRACT_PARAMS.get(name, {})), device="cpu")
-    assert s.needs_prompt is False and isinstance(s.uses_item, bool)
+    entry = rs.scorers.get(name)
+    assert entry.fact("needs_prompt") is False and isinstance(entry.fact("uses_item"), bool)
+    assert not hasattr(s, "needs_prompt") and not hasattr(s, "uses_item")  # facts live in the registry only
     h = s.weights_hash()
     assert h is None or isinstance(h, str)
     it = ScoreItem(arm="a", image_id="x", operator="original", dose=0.0, u=0.0, placebo=False,

@@ -255,7 +255,7 @@ def scorers_pass(module: ast.Module, st: State) -> None:
             st.broken.add(d.name.name)
             continue
         st.scorers[d.name.name] = ir.ScorerIR(name=d.name.name, call=plugin_call(bound),
-                                              needs_prompt=bool(entry.meta.get("needs_prompt", False)),
+                                              needs_prompt=bool(entry.fact("needs_prompt")),
                                               label=d.label.value if d.label is not None else None)
 
 
@@ -410,7 +410,7 @@ def operators_pass(module: ast.Module, st: State) -> None:
 def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: Optional[str], label=None) -> ir.OperatorIR:
     region = bound.params.get("region")
     return ir.OperatorIR(name=name, call=plugin_call(bound), doses=ds.doses, identity=ds.identity,
-                         pixel_local=bool(bound.entry.meta.get("pixel_local", False)),
+                         pixel_local=bool(bound.entry.fact("pixel_local")),
                          region=region if isinstance(region, str) else None,
                          placebo_of=placebo_of, symmetric=ds.symmetric,
                          label=label.value if label is not None else None)
@@ -431,7 +431,7 @@ def placebos_pass(module: ast.Module, st: State) -> None:
             st.broken.add(name)
             continue
         ds = st.dosesets[target]
-        identity = float(entry.meta.get("identity", 0.0))
+        identity = float(entry.fact("identity"))
         lo, hi = entry.meta.get("dose_range", (float("-inf"), float("inf")))
         if identity != ds.identity:
             st.sink.emit("E0412", d.call.func, f"placebo `{name}` uses `{entry.name}`, whose identity dose "

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Protocol, Sequence
 from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, CellIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
+from scoreaudit.registry import reads_data, reads_tables_only
 
 LIMIT = 10  # missing cells named one by one before a summary
 LEAKAGE = "leakage"
@@ -235,13 +236,13 @@ def format_missing(missing: Sequence[MissingCell], tables: ProvidedTables, ir: A
 
 
 def is_table_only(ir: AuditIR, scorer: str) -> bool:
-    """`precomputed()` with no column arguments: scores only from a table."""
+    """A data-reading scorer (`precomputed()`) with no column arguments: scores only from a table."""
     call = ir.scorers[scorer].call
-    return call.plugin == "precomputed" and not any(call.params.get(p) for p in ("column", "preferred", "other"))
+    return reads_tables_only(call.plugin, call.params)
 
 
 def is_precomputed(ir: AuditIR, scorer: str) -> bool:
-    return ir.scorers[scorer].call.plugin == "precomputed"
+    return reads_data(ir.scorers[scorer].call.plugin)
 
 
 def _cells_by_arm_scorer(ir: AuditIR) -> dict[tuple[str, str], list[str]]:

@@ -24,6 +24,9 @@ META_LABELS = {
     "returns": "returns",
     "scope": "scope",
     "needs_prompt": "needs a prompt",
+    "uses_item": "score depends on which image, operator and dose it is (cached per item)",
+    "reads_data": "scores read from data (no forward passes)",
+    "data_params": "parameters naming manifest columns (none given: tables only)",
     "requires": "requires packages",
     "validation": "validation check",
 }

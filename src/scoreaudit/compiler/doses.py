@@ -92,7 +92,7 @@ def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float
 
 def check_doses(values: list[tuple[float, object]], entry: PluginEntry, sink: Sink, what: str,
                 decl_span_node: object) -> Optional[DoseSet]:
-    identity = float(entry.meta.get("identity", 0.0))
+    identity = float(entry.fact("identity"))
     lo, hi = entry.meta.get("dose_range", (-math.inf, math.inf))
     ok = True
     for v, node in values:

@@ -1,11 +1,12 @@
 """The execution plan: a DAG of content-addressed steps built from the IR.
 
-Each step's `key` is sha256 over (KEY_ALGO_VERSION, step kind, plugin name,
-plugin version, canonical parameters, the keys of its input steps), so a
-change anywhere upstream changes every key downstream and nothing else:
-editing a hypothesis changes only its statistic steps and the report, never
-a score. The runtime adds the content hashes of the input files and images
-to these keys when it caches results (spec/bundle.md).
+Each step's `key` comes from the one key scheme (scoreaudit/keys.py: the
+key-algorithm version, step kind, plugin name and version, canonical
+parameters) with the keys of its input steps as its inputs, so a change
+anywhere upstream changes every key downstream and nothing else: editing a
+hypothesis changes only its statistic steps and the report, never a score.
+The runtime keys each step's work on one image by the same scheme, with the
+content hashes of what it reads as inputs (spec/bundle.md).
 
 Image counts are read cheaply from the manifests when they exist (rows of a
 CSV, parquet metadata); otherwise they are unknown and `render_plan` prints
@@ -15,8 +16,7 @@ formulas. Counts never enter keys or the fingerprint.
 from __future__ import annotations
 
 import csv
-import hashlib
-import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -25,9 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from scoreaudit.compiler import ir
 from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.reads import reads
+from scoreaudit.registry import reads_data
+from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_value, sha256_text
 
 PLAN_SCHEMA_VERSION = 1
-KEY_ALGO_VERSION = 1
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 
 StepKind = Literal["decode", "region", "operator", "measure", "score", "select", "statistic", "report"]
@@ -58,7 +59,7 @@ class ExecutionPlan(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = PLAN_SCHEMA_VERSION
-    key_algo_version: int = KEY_ALGO_VERSION
+    key_algo_version: int = KEY_ALGO
     fingerprint: str
     steps: list[Step]
     images: dict[str, Optional[int]] = Field(default_factory=dict)  # arm -> images (None: unknown)
@@ -70,26 +71,6 @@ class ExecutionPlan(BaseModel):
             if s.id == step_id:
                 return s
         raise KeyError(step_id)
-
-
-# One encoder for every key (json.dumps would build one per call); same output as
-# json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str).
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
-
-
-# Scorers whose numbers are read from data (manifest columns, tables): no model forward passes.
-READ_ONLY_SCORERS = frozenset({"precomputed"})
-
-def canonical(obj: Any) -> str:
-    return _ENCODER.encode(obj)
-
-
-def step_key(kind: str, plugin: str | None, version: str | None, params: Any, inputs: list[str],
-             params_json: str | None = None) -> str:
-    """sha256 over the algorithm version, kind, plugin, version, canonical params and input keys."""
-    pj = params_json if params_json is not None else canonical(params)
-    payload = "\x00".join((str(KEY_ALGO_VERSION), kind, str(plugin), str(version), pj, ",".join(sorted(inputs))))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 # ---------------------------------------------------------------- image counts
@@ -145,7 +126,6 @@ def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
 
 
 _STEP_FIELDS = frozenset(Step.model_fields)
-_ALGO = str(KEY_ALGO_VERSION)
 
 
 def _fast_step(values: dict[str, Any]) -> Step:
@@ -172,10 +152,8 @@ class _Builder:
         deps = tuple(dict.fromkeys(depends_on))
         params = params if params is not None else {}
         keys = self.keys
-        # step_key, inlined (8,000 calls on large specs)
         pj = params_json if params_json is not None else canonical(params)
-        payload = "\x00".join((_ALGO, kind, str(plugin), str(version), pj, ",".join(sorted([keys[d] for d in deps]))))
-        key = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        key = digest(kind, plugin, version, sha256_text(pj), hash_value(sorted([keys[d] for d in deps])))
         # built from checked IR, so validation is skipped (it dominated planning time on large specs)
         step = _fast_step({"id": id, "kind": kind, "key": key, "plugin": plugin, "version": version, "params": params,
                            "depends_on": deps, "reads": reads, "writes": writes, "arm": arm, "images": images,
@@ -262,9 +240,15 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                           params=dict(params), params_json=pjson,
                           reads=(f"variants/{arm_name}/{o_name}",), writes=(f"measures/{arm_name}/{o_name}/{m_name}",),
                           arm=arm_name, images=_mul(n, len(op.doses)), depends_on=mdeps)
+            for m_name, m in audit.measures.items():  # every image's unaltered measures (selections rank by them)
+                b.add(f"measure/{arm_name}/{ir.ORIGINAL}/{m_name}", "measure", plugin=m.call.plugin,
+                      version=m.call.version, params={"name": m.name, "role": m.role, **m.call.params},
+                      reads=(f"images/{arm_name}",), writes=(f"measures/{arm_name}/{ir.ORIGINAL}/{m.name}",),
+                      arm=arm_name, images=n,
+                      depends_on=[f"decode/{arm_name}"] + ([f"region/{arm_name}/{m.region}"] if m.region else []))
         variants[arm_name] = per_image
         for s_name, sc in audit.scorers.items():
-            runs = 0 if sc.call.plugin in READ_ONLY_SCORERS else 1  # scores read from data cost no forward pass
+            runs = 0 if reads_data(sc.call.plugin) else 1  # scores read from data cost no forward pass
             b.add(f"score/{arm_name}/{s_name}/{ir.ORIGINAL}", "score", plugin=sc.call.plugin, version=sc.call.version,
                   params={"scorer": s_name, **sc.call.params, "operator": ir.ORIGINAL},
                   reads=(f"images/{arm_name}",), writes=(f"scores/{arm_name}/{s_name}/{ir.ORIGINAL}",),
@@ -354,11 +338,11 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
     for s_name, sc in audit.scorers.items():
         total: Optional[int] = 0
         for arm_name in audit.arms:
-            add = 0 if sc.call.plugin in READ_ONLY_SCORERS else _mul(images[arm_name], variants[arm_name])
+            add = 0 if reads_data(sc.call.plugin) else _mul(images[arm_name], variants[arm_name])
             total = None if total is None or add is None else total + add
         forward[s_name] = total
-    fingerprint = hashlib.sha256(canonical({"schema": PLAN_SCHEMA_VERSION, "algo": KEY_ALGO_VERSION,
-                                            "steps": [[s.id, s.key] for s in b.steps]}).encode("ascii")).hexdigest()
+    fingerprint = hash_value({"schema": PLAN_SCHEMA_VERSION, "algo": KEY_ALGO,
+                              "steps": [[s.id, s.key] for s in b.steps]})
     return ExecutionPlan(fingerprint=fingerprint, steps=b.steps, images=images,
                          variants_per_image=variants, forward_passes=forward)
 
@@ -390,6 +374,34 @@ def _measures_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
 def _operators_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
     """Operators whose scores the statistic reads (what its registry entry declares)."""
     return [o for o in _reads_of(stat, audit).operators if o in audit.operators]
+
+
+# ---------------------------------------------------------------- the work of one arm
+
+
+@dataclass(frozen=True)
+class ArmWork:
+    """What the executors run on one arm, read from the plan's steps (never re-derived from the IR)."""
+
+    arm: str
+    regions: tuple[str, ...]
+    operators: tuple[str, ...]  # placebos included, plan order
+    measures: tuple[str, ...]  # measures/covariates the plan measures on the arm (the builtin leakage included)
+    scorers: tuple[str, ...]
+
+
+def arm_work(plan: ExecutionPlan) -> dict[str, ArmWork]:
+    """arm -> its regions, operators, measures and scorers, in plan order."""
+    parts: dict[str, dict[str, dict[str, None]]] = {}
+    for s in plan.steps:
+        if s.arm is None:
+            continue
+        w = parts.setdefault(s.arm, {k: {} for k in ("region", "operator", "measure", "score")})
+        name = {"region": "region", "operator": "operator", "measure": "name", "score": "scorer"}.get(s.kind)
+        if name is not None:
+            w[s.kind][s.params[name]] = None
+    return {a: ArmWork(a, tuple(w["region"]), tuple(w["operator"]), tuple(w["measure"]), tuple(w["score"]))
+            for a, w in parts.items()}
 
 
 # ---------------------------------------------------------------- printing

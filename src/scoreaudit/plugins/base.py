@@ -111,10 +111,12 @@ class ScoreItem:
 
 
 class Scorer(Protocol):
-    """A batch of images (and prompts) in, one float per image out."""
+    """A batch of images (and prompts) in, one float per image out.
 
-    needs_prompt: bool
-    uses_item: bool  # True: the score depends on ScoreItem (planted), so caching keys on it
+    Whether it reads prompts (`needs_prompt`) or the ScoreItem (`uses_item`, which
+    then enters its cache keys) is declared once, in its `register(...)` call
+    (registry.FACTS), not on the class.
+    """
 
     def __init__(self, params: Any, device: str = "cpu", precision: str = "auto") -> None: ...
 

@@ -64,6 +64,17 @@ def _cuda(device: str | None) -> bool:
     return bool(device) and str(device).startswith("cuda")
 
 
+def _operator(name: str, **meta):
+    """Register an operator class; its `identity` attribute comes from the one `identity=` fact."""
+    register = operators.register(name, **meta)
+
+    def decorate(cls):
+        cls.identity = float(meta["identity"])
+        return register(cls)
+
+    return decorate
+
+
 def _paste(image: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarray:
     out = image.copy()
     out[mask] = pixels
@@ -96,7 +107,7 @@ class LabShiftParams(Params):
     region: Optional[RegionRef] = None
 
 
-@operators.register("lab_shift", params=LabShiftParams, version="1", identity=0.0,
+@_operator("lab_shift", params=LabShiftParams, version="1", identity=0.0,
                     dose_range=(-100.0, 100.0), pixel_local=True, unit="CIELAB units")
 class LabShift:
     """Shift one CIELAB (D65) channel of the region's pixels by the dose, gamut-clipped back into sRGB.
@@ -106,7 +117,6 @@ class LabShift:
     reported as the `gamut_clip` covariate.
     """
 
-    identity = 0.0
 
     def __init__(self, params: LabShiftParams, device: str = "cpu") -> None:
         self.params = params
@@ -128,7 +138,7 @@ class RegionOnly(Params):
     region: Optional[RegionRef] = None
 
 
-@operators.register("gaussian_blur", params=RegionOnly, version="1", identity=0.0,
+@_operator("gaussian_blur", params=RegionOnly, version="1", identity=0.0,
                     dose_range=(0.0, 50.0), pixel_local=True, unit="sigma (px)")
 class GaussianBlur:
     """Gaussian blur of the region with standard deviation `dose` pixels (0 = identity).
@@ -138,7 +148,6 @@ class GaussianBlur:
     pixel-local. OpenCV GaussianBlur, kernel radius ~3σ, reflected borders.
     """
 
-    identity = 0.0
 
     def __init__(self, params: RegionOnly, device: str = "cpu") -> None:
         self.params = params
@@ -172,7 +181,7 @@ class GaussianBlur:
         return outputs
 
 
-@operators.register("hue_rotate", params=RegionOnly, version="1", identity=0.0,
+@_operator("hue_rotate", params=RegionOnly, version="1", identity=0.0,
                     dose_range=(-180.0, 180.0), pixel_local=True, unit="degrees")
 class HueRotate:
     """Rotate the CIELAB hue angle (in the a*b* plane) of the region by `dose` degrees.
@@ -181,7 +190,6 @@ class HueRotate:
     (`gamut_clip` reports the share).
     """
 
-    identity = 0.0
 
     def __init__(self, params: RegionOnly, device: str = "cpu") -> None:
         self.params = params
@@ -202,7 +210,7 @@ class HueRotate:
         return _lab_sweep(image, mask, doses, self.identity, self._edit)
 
 
-@operators.register("jpeg", params=RegionOnly, version="1", identity=100.0,
+@_operator("jpeg", params=RegionOnly, version="1", identity=100.0,
                     dose_range=(1.0, 100.0), pixel_local=True, unit="quality")
 class Jpeg:
     """JPEG re-compression at quality `dose` (100 = identity: the image is left unchanged).
@@ -212,7 +220,6 @@ class Jpeg:
     of the decoded result are pasted back.
     """
 
-    identity = 100.0
 
     def __init__(self, params: RegionOnly, device: str = "cpu") -> None:
         self.params = params
@@ -245,7 +252,7 @@ class NoiseParams(Params):
     region: Optional[RegionRef] = None
 
 
-@operators.register("noise", params=NoiseParams, version="1", identity=0.0,
+@_operator("noise", params=NoiseParams, version="1", identity=0.0,
                     dose_range=(0.0, 255.0), pixel_local=True, unit="SD (8-bit levels)")
 class Noise:
     """Add Gaussian noise with SD `dose` (8-bit levels), seeded by image content and dose.
@@ -258,7 +265,6 @@ class Noise:
     not depend on the other doses. Values are rounded and clipped to 0..255.
     """
 
-    identity = 0.0
 
     def __init__(self, params: NoiseParams, device: str = "cpu") -> None:
         self.params = params
@@ -290,7 +296,7 @@ class TorsoWarpParams(Params):
     falloff: float = 0.15
 
 
-@operators.register("torso_warp", params=TorsoWarpParams, version="1", identity=1.0,
+@_operator("torso_warp", params=TorsoWarpParams, version="1", identity=1.0,
                     dose_range=(0.5, 2.0), pixel_local=False, unit="width factor")
 class TorsoWarp:
     """Scale the region horizontally by `dose` about its centre, with smooth falloff (1.0 = identity).
@@ -309,7 +315,6 @@ class TorsoWarp:
     "width_ratio" = mean per-row width of the warped region mask / original.
     """
 
-    identity = 1.0
 
     def __init__(self, params: TorsoWarpParams, device: str = "cpu") -> None:
         self.params = params

@@ -1,6 +1,6 @@
 """The crash-safe, content-addressed step cache (one SQLite file per spec folder).
 
-Layout: `entries` maps a step key (runtime/keys.py) to its value; `provenance`
+Layout: `entries` maps a step key (scoreaudit/keys.py) to its value; `provenance`
 maps a step's slot (what the step is, independent of its inputs) to the key,
 plugin version and parameter/input hashes it last had, so a run can say why a
 step ran ("new", "parameters changed", "plugin version changed", "input
@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError
-from scoreaudit.runtime.keys import StepKey, canonical_json
+from scoreaudit.keys import StepKey, canonical_json
 
 SCHEMA_VERSION = "1"
 _CHUNK = 500  # SQLite's default limit on bound parameters is 999 (older builds)

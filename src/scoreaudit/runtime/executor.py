@@ -1,4 +1,9 @@
-"""`scoreaudit run`: walk the audit's IR and stream each arm's images through its steps.
+"""`scoreaudit run`: execute the audit's plan, streaming each arm's images through its steps.
+
+The plan (compiler/plan.py, built from the IR when the caller passes none)
+says what runs on each arm: its regions, operators, measures and scorers
+(`arm_work`); the executor keys each step's work on one image by content
+(scoreaudit/keys.py) and skips what the cache or a precomputed table holds.
 
 Order per arm, one batch of `settings.batch_size` images at a time:
 decode (once per image per run) → regions (cached per image) → scores and
@@ -43,6 +48,7 @@ from typing import Any
 from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only
 from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import ArmIR, AuditIR
+from scoreaudit.compiler.plan import ArmWork, arm_work, build_plan
 from scoreaudit.diagnostics import DiagnosticError, has_errors
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
@@ -150,7 +156,7 @@ class ArmRunner:
     """
 
     def __init__(self, ctx: RunContext, regions: RegionSteps, slots: list[ScorerSlot], specs: list[MeasureSpec],
-                 pre: TableSet | None = None, arm: str | None = None):
+                 pre: TableSet | None = None, arm: str | None = None, operators: tuple[str, ...] | None = None):
         self.ctx = ctx
         self.table_scores = provided(pre)["scores"]  # (arm, scorer) a table provides
         self.slots = slots
@@ -158,10 +164,11 @@ class ArmRunner:
         self.all_specs = measure_specs(ctx.ir)  # every declared measure: a score item's `measures` names them all
         self.regions = regions
         table = _table_values(ctx.ir, arm, pre) if pre is not None and arm is not None else {}
-        self.ops = [OperatorSteps(ctx, op, self.specs, slots, table_values=table)
-                    for op in ctx.ir.operators.values()]
+        names = list(ctx.ir.operators) if operators is None else list(operators)
+        self.operators = [ctx.ir.operators[o] for o in names]
+        self.ops = [OperatorSteps(ctx, op, self.specs, slots, table_values=table) for op in self.operators]
         need: dict[str, list[str]] = {}
-        for op in ctx.ir.operators.values():
+        for op in self.operators:
             if op.region:
                 need.setdefault(op.region, []).append(f"operator '{op.name}'")
         for s in self.specs:
@@ -179,7 +186,7 @@ class ArmRunner:
             self._imageless(arm, records)
             return
         images_arm = arm.source == "images"
-        n_doses = sum(len(op.doses) for op in ctx.ir.operators.values()) if images_arm else 0
+        n_doses = sum(len(op.doses) for op in self.operators) if images_arm else 0
         ctx.progress.task(f"{arm.name}: decode + regions", len(records))
         if images_arm and self.ops:
             ctx.progress.task(f"{arm.name}: operators + measures", len(records) * len(self.ops))
@@ -269,13 +276,15 @@ def _table_values(ir: AuditIR, arm: str, pre: TableSet) -> dict[tuple[str, str, 
             for i, o, d, n, v in zip(df["image_id"], df["operator"], dose_keys(df["dose"]).tolist(), df["name"], df["value"])}
 
 
-def _arm_plan(ir: AuditIR, arm: str, slots: dict[str, ScorerSlot], specs: list[MeasureSpec],
+def _arm_plan(ir: AuditIR, work: ArmWork, slots: dict[str, ScorerSlot], specs: list[MeasureSpec],
               given: dict[str, set[tuple[str, str]]]) -> tuple[list[ScorerSlot], list[MeasureSpec]]:
-    """What one arm computes: every scorer and measure no table provides there (none without images)."""
+    """What one arm computes: the plan's scorers and measures that no table provides there
+    (none without images; a scorer that reads only tables has no slot)."""
+    arm = work.arm
     if imageless(ir.arms[arm]):
         return [], []
-    return ([slot for name, slot in slots.items() if (arm, name) not in given["scores"]],
-            [s for s in specs if (arm, s.name) not in given["measures"]])
+    return ([slots[name] for name in work.scorers if name in slots and (arm, name) not in given["scores"]],
+            [s for s in specs if s.name in work.measures and (arm, s.name) not in given["measures"]])
 
 
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
@@ -289,6 +298,9 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     spec_path = Path(spec_path)
     out_dir = Path(out_dir)
     spec_dir = spec_path.resolve().parent
+    if plan is None:
+        plan = build_plan(ir, spec_dir)
+    work = arm_work(plan)
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
     root = None if allow_outside else spec_dir
     manifests = load_manifests(ir, spec_dir, root)
@@ -314,8 +326,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
         with Progress(progress) as prog:
             ctx.progress = prog
             for name, arm in ir.arms.items():
-                arm_slots, arm_specs = _arm_plan(ir, name, slots, specs, given)
-                runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, name)
+                arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
+                runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, name, work[name].operators)
                 runner.run(arm, manifests[name])
                 runner.add_precomputed(arm, pre)
         ran = _runs_somewhere(ir, given["scores"])

@@ -24,7 +24,7 @@ Entry points (the executor calls these):
 - `decode_record(record, arm_result) -> Decoded | Exclusion`: the same for one
   manifest row, never raising for a bad image.
 - `content_hash(image) -> str`: sha256 of dtype, shape and bytes (same scheme
-  as `runtime.keys.hash_array`).
+  as `scoreaudit.keys.hash_array`).
 - `exclusion_errors(exclusions) -> list[Diagnostic]`: what `on_error: fail` reports.
 
 Row numbers are 1-based data rows (the header is row 0); messages say "row 3".

@@ -20,7 +20,7 @@ from scoreaudit.compiler.ir import AuditIR
 from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.columns import ref_fields
-from scoreaudit.runtime.keys import StepKey, step_key
+from scoreaudit.keys import StepKey, step_key
 from scoreaudit.runtime.steps import RunContext
 
 BUILTIN_LEAKAGE = "leakage"

@@ -31,7 +31,7 @@ from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import ArmIR, OperatorIR
 from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.runtime.images import ImageRecord
-from scoreaudit.runtime.keys import StepKey, hash_array, step_key
+from scoreaudit.keys import StepKey, hash_array, step_key
 from scoreaudit.runtime.measure_steps import MeasureSpec, as_float, compute_measure
 from scoreaudit.runtime.region_steps import Masks
 from scoreaudit.runtime.scoring import ScorerSlot, ScoreRequest, make_item

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scoreaudit.compiler.ir import ORIGINAL, ArmIR
 from scoreaudit.plugins.base import MeasureContext
-from scoreaudit.runtime.keys import step_key
+from scoreaudit.keys import step_key
 from scoreaudit.runtime.measure_steps import MeasureSpec, as_float, compute_measure
 from scoreaudit.runtime.operator_steps import Img
 from scoreaudit.runtime.scoring import ScorerSlot, make_item

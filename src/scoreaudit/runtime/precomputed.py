@@ -58,6 +58,7 @@ from scoreaudit.compiler.coverage import (  # noqa: F401  (re-exported)
 from scoreaudit.compiler.doses import dose_key, dose_keys, is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
+from scoreaudit.registry import reads_data, reads_tables_only
 from scoreaudit.runtime.tablefile import inside as _inside
 from scoreaudit.runtime.images import Exclusion
 from scoreaudit.runtime.tablefile import (COLUMNAR, FORMATS, TEXT, Columns, Records, TableError, _text,  # noqa: F401
@@ -780,7 +781,7 @@ def precomputed_measures(ir: AuditIR, arm: str, image_ids: Iterable[str] | None,
 
 def _is_precomputed_column(ir: AuditIR, scorer: str) -> bool:
     call = ir.scorers[scorer].call
-    return call.plugin == "precomputed" and any(call.params.get(p) for p in ("column", "preferred", "other"))
+    return reads_data(call.plugin) and not reads_tables_only(call.plugin, call.params)
 
 
 def manifest_scores(ir: AuditIR, arm: str, records: Iterable[Any],

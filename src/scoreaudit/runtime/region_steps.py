@@ -19,7 +19,7 @@ import numpy as np
 
 from scoreaudit.runtime.columns import columns_of_call, region_calls
 from scoreaudit.runtime.images import Decoded, ImageFailure
-from scoreaudit.runtime.keys import hash_array, step_key
+from scoreaudit.keys import hash_array, step_key
 from scoreaudit.runtime.steps import Lookup, RunContext
 
 

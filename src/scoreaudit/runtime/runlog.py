@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from scoreaudit.runtime.keys import StepKey
+from scoreaudit.keys import StepKey
 
 
 class RunLog:

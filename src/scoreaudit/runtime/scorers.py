@@ -222,7 +222,7 @@ def scorer_infos() -> list[ScorerInfo]:
             name=entry.name,
             version=entry.version,
             summary=entry.summary,
-            needs_prompt=bool(entry.meta.get("needs_prompt", False)),
+            needs_prompt=bool(entry.fact("needs_prompt")),
             requires=tuple(entry.meta.get("requires", ())),
             ready=ready,
             detail=detail,

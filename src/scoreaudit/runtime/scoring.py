@@ -4,8 +4,8 @@ Key of a score: the scorer's plugin, version and parameters (without the
 prompt argument: the resolved prompt text is an input instead, so `"a cat"`
 and `column(p)` holding "a cat" share), the scored image's content hash and
 the prompt when the scorer reads one, the device for torch scorers (bf16 on
-a GPU is not fp32 on a CPU) and, for scorers that declare `uses_item`
-(planted, precomputed), the whole `ScoreItem`. So identical images with the
+a GPU is not fp32 on a CPU) and, for scorers whose registry entry declares
+`uses_item` (planted, precomputed), the whole `ScoreItem`. So identical images with the
 same prompt are scored once, across arms, operators and specs in a folder.
 
 The scorer is built lazily: a fully cached run never loads a model. Its
@@ -26,7 +26,7 @@ from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem
 from scoreaudit.registry import load_plugins, scorers as scorer_registry
 from scoreaudit.runtime.columns import prompt_column
 from scoreaudit.runtime.images import ImageRecord
-from scoreaudit.runtime.keys import StepKey, step_key
+from scoreaudit.keys import StepKey, step_key
 from scoreaudit.runtime.scorers import resolve_paths
 from scoreaudit.runtime.steps import Lookup, RunContext
 
@@ -90,10 +90,9 @@ class ScorerSlot:
         self.ir = sir
         self.name = sir.name
         self.entry = scorer_registry.get(sir.call.plugin)
-        self.uses_item = bool(getattr(self.entry.impl, "uses_item", False))
-        self.needs_prompt = bool(sir.needs_prompt or self.entry.meta.get("needs_prompt")
-                                 or getattr(self.entry.impl, "needs_prompt", False))
-        self.torch = "torch" in tuple(self.entry.meta.get("requires", ()) or ())
+        self.uses_item = bool(self.entry.fact("uses_item"))
+        self.needs_prompt = sir.needs_prompt  # the compiler copied the registry's fact into the IR
+        self.torch = "torch" in tuple(self.entry.fact("requires") or ())
         self.params = dict(sir.call.params)
         self.key_params = {k: v for k, v in self.params.items() if k != "prompt"}
         files = weights_identity(self.entry, resolve_paths(self.params, ctx.spec_dir))

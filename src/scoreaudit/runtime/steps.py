@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from scoreaudit.compiler.ir import AuditIR
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.cache import Cache
-from scoreaudit.runtime.keys import StepKey, canonical_json
+from scoreaudit.keys import StepKey, canonical_json
 from scoreaudit.runtime.progress import Progress
 from scoreaudit.runtime.runlog import RunLog
 from scoreaudit.runtime.tables import Tables

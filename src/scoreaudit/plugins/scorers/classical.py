@@ -95,9 +95,6 @@ def high_frequency_share(grey: np.ndarray, cutoff: int = HIGH_FREQ_CUTOFF) -> np
 
 
 class _Classical:
-    needs_prompt = False
-    uses_item = False
-
     def __init__(self, params=None, device: str = "cpu", precision: str = "auto") -> None:
         self.params = params
 

@@ -53,8 +53,6 @@ def _require(*modules: str) -> None:
 class _ModelScorer:
     """Shared life cycle: locate weights (cheap), build the implementation once, hash lazily."""
 
-    needs_prompt = True
-    uses_item = False
     _modules: tuple[str, ...] = ("torch",)
 
     def __init__(self, params, device: str = "cpu", precision: str = "auto") -> None:
@@ -160,7 +158,6 @@ class LaionAesthetic(_ModelScorer):
     timm/vit_large_patch14_clip_224.openai (open_clip's `ViT-L-14-quickgelu`, tag `openai`).
     """
 
-    needs_prompt = False
     _modules = ("torch", "open_clip")
 
     @classmethod

@@ -264,8 +264,6 @@ def _niqe_batch(images: Sequence[np.ndarray], sign: float) -> np.ndarray:
 
 
 class _NiqeBase:
-    needs_prompt = False
-    uses_item = False
     _sign = 1.0
 
     def __init__(self, params=None, device: str = "cpu", precision: str = "auto") -> None:

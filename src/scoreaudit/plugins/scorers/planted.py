@@ -65,7 +65,8 @@ def pair_base_id(item: ScoreItem) -> str:
     return image_id[: -len(suffix)] if suffix and image_id.endswith(suffix) else image_id
 
 
-@scorers.register("planted", params=PlantedParams, version="1", needs_prompt=False, requires=())
+@scorers.register("planted", params=PlantedParams, version="1", needs_prompt=False, requires=(),
+                  uses_item=True)
 class Planted:
     """s(i,o,d) = b_i − F·u² + A·u + K·Δm + E·[factor = level] + ε, all seeded (spec/methods.md, "Design diagnosis").
 
@@ -82,9 +83,6 @@ class Planted:
     dose set the true fidelity index is F·mean(u²) over the non-identity doses
     and the true asymmetry A·mean(|u|) over the positive ones.
     """
-
-    needs_prompt = False
-    uses_item = True
 
     def __init__(self, params: PlantedParams | dict | None = None, device: str = "cpu",
                  precision: str = "auto") -> None:

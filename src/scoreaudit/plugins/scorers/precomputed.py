@@ -41,7 +41,8 @@ def parse_score(value: Any) -> float:
     return number
 
 
-@scorers.register("precomputed", params=PrecomputedParams, version="1", needs_prompt=False, requires=())
+@scorers.register("precomputed", params=PrecomputedParams, version="1", needs_prompt=False, requires=(),
+                  uses_item=True, reads_data=True, data_params=("column", "preferred", "other"))
 class Precomputed:
     """Per-image scores from a manifest column (pairs arms: `preferred:` and `other:` columns).
 
@@ -53,9 +54,6 @@ class Precomputed:
     changes of operators are 0 by construction (the manifest has one value
     per image), so precomputed scores suit cross-image statistics.
     """
-
-    needs_prompt = False
-    uses_item = True
 
     def __init__(self, params: PrecomputedParams | dict | None = None, device: str = "cpu",
                  precision: str = "auto") -> None:

@@ -1,10 +1,15 @@
-"""Content addresses of runtime steps.
+"""Content addresses: the one key scheme of plans, the cache and the run log.
 
-A step's key is the sha256 of everything that determines its output: the
-key-algorithm version, the step kind, the plugin's name, version and
-canonical parameters, and the content hashes of its inputs. Equal keys mean
-equal outputs, so the cache can be shared by every spec in a folder and a
-changed hypothesis (which enters no key) recomputes nothing.
+A key is the sha256 of everything that determines a step's output: the
+key-algorithm version, the step kind, the plugin's name and version, the hash
+of its canonical parameters and the hash of its inputs. The plan
+(compiler/plan.py) keys a step by the keys of the steps it depends on, so a
+change upstream changes every key downstream and nothing else; the runtime
+keys a step on one image by the content hashes of what it reads (pixels,
+masks, the variant's recipe), so equal keys mean equal outputs and the cache
+is shared by every spec in a folder.
+
+No project imports: the compiler and the runtime both build keys here.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-# Bump when the way keys are built changes: every old entry becomes unreachable.
-KEY_ALGO_VERSION = "scoreaudit-key/1"
+# Bump when the way keys are built changes: every old cache entry becomes unreachable.
+KEY_ALGO = 1
+KEY_ALGO_VERSION = f"scoreaudit-key/{KEY_ALGO}"
+
+_FAST = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _plain(value: Any) -> Any:
@@ -45,9 +53,16 @@ def _plain(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, NaN spelled out: the same value always gives the same text."""
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    """Sorted keys, no whitespace, NaN spelled out: the same value always gives the same text.
+
+    Plain JSON data goes through the C encoder directly (plans key thousands of
+    steps); anything else (NaN, numpy scalars, sets, models) is made plain first.
+    """
+    try:
+        return _FAST.encode(value)
+    except (TypeError, ValueError):
+        return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
 
 
 def sha256_text(text: str) -> str:
@@ -59,12 +74,18 @@ def hash_value(value: Any) -> str:
 
 
 def hash_array(array: np.ndarray) -> str:
-    """sha256 of an array's dtype, shape and bytes (C order)."""
+    """sha256 of an array's dtype, shape and bytes (C order): an image's or a mask's identity."""
     arr = np.ascontiguousarray(array)
     h = hashlib.sha256()
     h.update(f"{arr.dtype.str}|{arr.shape}|".encode())
     h.update(arr.tobytes())
     return h.hexdigest()
+
+
+def digest(kind: str, plugin: str | None, version: str | None, params_hash: str, input_hash: str) -> str:
+    """The key itself: every key, in plans and in the cache, is built by this function."""
+    return sha256_text(canonical_json([KEY_ALGO_VERSION, kind, str(plugin), str(version), params_hash,
+                                       input_hash]))
 
 
 @dataclass(frozen=True)
@@ -87,6 +108,6 @@ class StepKey:
 def step_key(kind: str, plugin: str, version: str, params: Any, inputs: Any, slot: str) -> StepKey:
     params_hash = hash_value(params)
     input_hash = hash_value(inputs)
-    key = hash_value([KEY_ALGO_VERSION, kind, plugin, str(version), params_hash, input_hash])
+    key = digest(kind, plugin, str(version), params_hash, input_hash)
     return StepKey(key=key, slot=slot, kind=kind, plugin=plugin, version=str(version),
                    params_hash=params_hash, input_hash=input_hash)
