@@ -55,6 +55,7 @@ from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
 from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
 from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, imageless, load_manifest
+from scoreaudit.runtime.memo import Capture, Memos, arm_key as memo_arm_key, replay
 from scoreaudit.runtime.measure_steps import MeasureSpec, empty_mask_names, measure_specs
 from scoreaudit.runtime.operator_steps import Img, OperatorSteps
 from scoreaudit.runtime.original_steps import original_measures, original_scores
@@ -176,6 +177,7 @@ class ArmRunner:
                 need.setdefault(r, []).append(f"{s.role} '{s.name}'")
         self.required_regions = need
         self.usable: list[str] = []  # ids of the images that made it into images.parquet
+        self.memos: Memos | None = None  # set by the executor (runtime/memo.py)
 
     def run(self, arm: ArmIR, manifest: ManifestResult) -> None:
         ctx = self.ctx
@@ -193,8 +195,35 @@ class ArmRunner:
         for slot in self.slots:
             ctx.progress.task(f"{arm.name}: score {slot.name}", len(records) * (1 + n_doses))
         size = max(1, ctx.ir.settings.batch_size)
+        memo_keys = {r.image_id: self.memos.step(r) for r in records} if self.memos is not None else {}
+        found = ctx.cache.lookup(k.key for k in memo_keys.values() if k is not None)  # one bulk read
+        n_ops = len(self.ops) if images_arm else 0
         for start in range(0, len(records), size):
-            self._batch(arm, manifest, records[start:start + size], images_arm)
+            batch = records[start:start + size]
+            todo = []
+            for rec in batch:
+                k = memo_keys.get(rec.image_id)
+                if k is not None and k.key in found:
+                    if replay(ctx, arm.name, found[k.key][0]) is not None:
+                        self.usable.append(rec.image_id)
+                else:
+                    todo.append(rec)
+            hits = len(batch) - len(todo)
+            if hits:
+                ctx.progress.advance(f"{arm.name}: decode + regions", hits)
+                if n_ops:
+                    ctx.progress.advance(f"{arm.name}: operators + measures", hits * n_ops)
+                for slot in self.slots:
+                    ctx.progress.advance(f"{arm.name}: score {slot.name}", hits * (1 + n_doses))
+            if todo:
+                capture = Capture(ctx.tables, ctx.log)
+                try:
+                    self._batch(arm, manifest, todo, images_arm)
+                finally:
+                    capture.close()
+                for iid, value in capture.by_image(arm.name, [r.image_id for r in todo]).items():
+                    if memo_keys.get(iid) is not None:
+                        ctx.cache.stage(memo_keys[iid], value)
             ctx.cache.commit()
             ctx.log.flush()
 
@@ -328,6 +357,13 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             for name, arm in ir.arms.items():
                 arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
                 runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, name, work[name].operators)
+                extra = {"scorers": {sl.name: [sl.ir.call.plugin, sl.ir.call.version, sl.key_params,
+                                               sl.needs_prompt] for sl in arm_slots},
+                         "measures": [sp.name for sp in arm_specs], "device": dev,
+                         "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
+                         "max_pixels": manifests[name].max_pixels, "seed": ir.settings.seed}
+                runner.memos = Memos(name, memo_arm_key(name, plan, extra), regions.columns,
+                                     manifests[name].base_dir)
                 runner.run(arm, manifests[name])
                 runner.add_precomputed(arm, pre)
         ran = _runs_somewhere(ir, given["scores"])

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from scoreaudit.keys import StepKey
+from typing import Any
 
 
 class RunLog:
@@ -22,14 +22,17 @@ class RunLog:
         self.path = path
         self._fh: TextIO = path.open("w", encoding="utf-8")
         self.counts: Counter[tuple[str, str]] = Counter()  # (kind, reason) -> steps
+        self.capture: list | None = None  # set by runtime.memo.Capture: (step, reason) of the batch in flight
 
     def note(self, text: str) -> None:
         self._fh.write(f"# {text}\n")
 
-    def step(self, step: StepKey, reason: str) -> None:
+    def step(self, step: Any, reason: str) -> None:
         status = "cached" if reason == "cached" else "ran"
         self._fh.write(f"{step.key}\t{status}\t{reason}\t{step.kind}\t{step.slot}\n")
         self.counts[(step.kind, reason)] += 1
+        if self.capture is not None:
+            self.capture.append((step, reason))
 
     def flush(self) -> None:
         self._fh.flush()
