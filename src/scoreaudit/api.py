@@ -106,8 +106,11 @@ def compile(path: str | Path, allow_outside: bool = False, tables: bool = True):
 
 def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         cache: str | Path | None = None, progress: bool = True, render_report: bool = True,
-        allow_outside: bool = False):
-    """Compile, execute (cached, resumable), analyse and render. Returns the results dict."""
+        allow_outside: bool = False, executor: str = "local", ray_address: str | None = None):
+    """Compile, execute (cached, resumable), analyse and render. Returns the results dict.
+
+    `executor`: "local" or "ray" (`ray_address`: an existing cluster; None: a local Ray instance).
+    """
     from scoreaudit.runtime.executor import execute
     from scoreaudit.stats.engine import analyse
 
@@ -117,7 +120,7 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     from scoreaudit.reports.lock import write_lock_status
 
     execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress,
-            allow_outside=allow_outside)
+            allow_outside=allow_outside, executor=executor, ray_address=ray_address)
     write_lock_status(out, path, ir)  # pre-registration status, read by the statistics into results.json
     from scoreaudit.runtime.thumbnails import write_thumbnails
 

@@ -154,7 +154,8 @@ def summary_lines(results: dict, paths: list[Path]) -> list[str]:
 
 def cmd_run(args) -> int:
     results = api.run(args.file, out=args.out, device=args.device, cache=args.cache,
-                      progress=not args.quiet, allow_outside=args.allow_outside)
+                      progress=not args.quiet, allow_outside=args.allow_outside,
+                      executor=args.executor, ray_address=args.ray_address)
     out = Path(results.get("bundle", args.out or ""))
     paths = [out / n for n in ("report.html", "report.pdf") if (out / n).exists()]
     triggered = [c for c in results.get("cells") or [] if c.get("outcome") in args.fail_on]
@@ -280,7 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, metavar="DIR", help="results folder (default: out/<spec name> next to the spec)")
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where scorers run (default auto: cuda when available)")
-    s.add_argument("--executor", choices=["local"], default="local", help="how steps are executed (default local)")
+    s.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="how steps are executed: local (this process, the default) or ray (Ray tasks and "
+                        "actors; pip install 'scoreaudit[ray]')")
+    s.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --executor ray: join this cluster (HOST:PORT); default: a local Ray instance")
     s.add_argument("--cache", default=None, metavar="FILE",
                    help="score cache (default: .scoreaudit/cache.sqlite next to the spec)")
     s.add_argument("--fail-on", type=fail_on_list, default=(), metavar="OUTCOMES",

@@ -1,4 +1,6 @@
-"""Runs one audit in a subprocess for the crash tests: python sa_crash_driver.py IR.json SPEC OUT CACHE."""
+"""Runs one audit in a subprocess for the crash tests: python sa_crash_driver.py IR.json SPEC OUT CACHE.
+
+$SA_EXECUTOR (local | ray) and $SA_RAY_ADDRESS choose the executor."""
 
 import sys
 from pathlib import Path
@@ -12,5 +14,8 @@ from scoreaudit.compiler.ir import AuditIR  # noqa: E402
 from scoreaudit.runtime.executor import execute  # noqa: E402
 
 ir = AuditIR.model_validate_json(Path(sys.argv[1]).read_text(encoding="utf-8"))
+import os  # noqa: E402
+
 execute(ir, None, spec_path=Path(sys.argv[2]), out_dir=Path(sys.argv[3]), cache_path=Path(sys.argv[4]),
-        progress=False)
+        progress=False, executor=os.environ.get("SA_EXECUTOR", "local"),
+        ray_address=os.environ.get("SA_RAY_ADDRESS") or None)

@@ -118,7 +118,30 @@ class FakeFragile:
         return [OperatorOutput(np.clip(image.astype(int) + int(d), 0, 255).astype(np.uint8)) for d in doses]
 
 
-FAKES = (("scorer", "fake_mean", FakeMean, MeanParams, {"needs_prompt": False}),
+class CrashParams(Params):
+    plan: str  # JSON file: {"once": [image ids], "always": [image ids], "markers": folder}
+
+
+class FakeCrashy(FakeMean):
+    """fake_mean, but kills its own process (like a segfault or an OOM kill) on chosen images:
+    `once` images the first time only (a marker file remembers), `always` images on every try."""
+
+    def score(self, images, prompts, items):
+        import json
+        from pathlib import Path
+
+        plan = json.loads(Path(self.params.plan).read_text())
+        for it in items:
+            marker = Path(plan["markers"]) / it.image_id
+            if it.image_id in plan.get("always", []) or (it.image_id in plan.get("once", []) and not marker.exists()):
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+                os._exit(17)
+        return np.array([float(np.asarray(im, dtype=np.float64).mean()) for im in images])
+
+
+FAKES = (("scorer", "fake_crashy", FakeCrashy, CrashParams, {"needs_prompt": False}),
+         ("scorer", "fake_mean", FakeMean, MeanParams, {"needs_prompt": False}),
          ("scorer", "fake_prompt", FakePrompt, MeanParams, {"needs_prompt": True}),
          ("scorer", "fake_item", FakeItem, ItemParams, {"needs_prompt": False, "uses_item": True}),
          ("scorer", "fake_partial", FakePartial, MeanParams, {"needs_prompt": False}),

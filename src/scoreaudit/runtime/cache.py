@@ -106,8 +106,18 @@ def _float_hook(obj: dict) -> Any:
 class Cache:
     """Lookups go to the database and to the staged (uncommitted) batch; `commit` writes the batch."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, readonly: bool = False):
         self.path = Path(path)
+        self._staged: dict[str, tuple[str, str, bytes, str]] = {}  # key -> (kind, codec, blob, time)
+        self._staged_prov: dict[str, tuple] = {}
+        if readonly:  # a reader beside the run's own connection (Ray's cache reader): never writes
+            try:
+                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60.0,
+                                           check_same_thread=False)
+                self._db.execute("SELECT count(*) FROM meta").fetchone()
+            except sqlite3.DatabaseError as e:
+                raise CacheError(self.path, f"not a usable scoreaudit cache ({e})") from None
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -122,8 +132,6 @@ class Cache:
         elif row[0] != SCHEMA_VERSION:
             raise CacheError(self.path, f"cache schema {row[0]} is not {SCHEMA_VERSION} "
                                         "(written by another scoreaudit version)")
-        self._staged: dict[str, tuple[str, str, bytes, str]] = {}  # key -> (kind, codec, blob, time)
-        self._staged_prov: dict[str, tuple] = {}
 
     # -- reads
 

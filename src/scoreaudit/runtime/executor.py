@@ -149,6 +149,21 @@ def _write_inputs(ir: AuditIR, plan: Any, spec_path: Path, out_dir: Path) -> Non
         (out_dir / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
+class LocalBackend:
+    """`--executor local`: each batch runs here, in order."""
+
+    name = "local"
+
+    def batches(self, runner: "ArmRunner", arm: ArmIR, manifest: ManifestResult, batches: list[list],
+                images_arm: bool):
+        """(batch, merge) pairs in order; `merge()` adds the batch's rows, log lines and cache entries."""
+        for todo in batches:
+            yield todo, (lambda todo=todo: runner._batch(arm, manifest, todo, images_arm))
+
+    def close(self) -> None:
+        pass
+
+
 class ArmRunner:
     """Runs one arm batch by batch (see the module docstring for the order).
 
@@ -159,6 +174,7 @@ class ArmRunner:
     def __init__(self, ctx: RunContext, regions: RegionSteps, slots: list[ScorerSlot], specs: list[MeasureSpec],
                  pre: TableSet | None = None, arm: str | None = None, operators: tuple[str, ...] | None = None):
         self.ctx = ctx
+        self.pre = pre
         self.table_scores = provided(pre)["scores"]  # (arm, scorer) a table provides
         self.slots = slots
         self.specs = specs
@@ -178,6 +194,7 @@ class ArmRunner:
         self.required_regions = need
         self.usable: list[str] = []  # ids of the images that made it into images.parquet
         self.memos: Memos | None = None  # set by the executor (runtime/memo.py)
+        self.backend: Any = LocalBackend()
 
     def run(self, arm: ArmIR, manifest: ManifestResult) -> None:
         ctx = self.ctx
@@ -198,6 +215,7 @@ class ArmRunner:
         memo_keys = {r.image_id: self.memos.step(r) for r in records} if self.memos is not None else {}
         found = ctx.cache.lookup(k.key for k in memo_keys.values() if k is not None)  # one bulk read
         n_ops = len(self.ops) if images_arm else 0
+        todo_batches: list[list] = []
         for start in range(0, len(records), size):
             batch = records[start:start + size]
             todo = []
@@ -216,14 +234,17 @@ class ArmRunner:
                 for slot in self.slots:
                     ctx.progress.advance(f"{arm.name}: score {slot.name}", hits * (1 + n_doses))
             if todo:
-                capture = Capture(ctx.tables, ctx.log)
-                try:
-                    self._batch(arm, manifest, todo, images_arm)
-                finally:
-                    capture.close()
-                for iid, value in capture.by_image(arm.name, [r.image_id for r in todo]).items():
-                    if memo_keys.get(iid) is not None:
-                        ctx.cache.stage(memo_keys[iid], value)
+                todo_batches.append(todo)
+        ctx.log.flush()
+        for todo, merge in self.backend.batches(self, arm, manifest, todo_batches, images_arm):
+            capture = Capture(ctx.tables, ctx.log)
+            try:
+                merge()
+            finally:
+                capture.close()
+            for iid, value in capture.by_image(arm.name, [r.image_id for r in todo]).items():
+                if memo_keys.get(iid) is not None:
+                    ctx.cache.stage(memo_keys[iid], value)
             ctx.cache.commit()
             ctx.log.flush()
 
@@ -317,12 +338,17 @@ def _arm_plan(ir: AuditIR, work: ArmWork, slots: dict[str, ScorerSlot], specs: l
 
 
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
-            cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False) -> RunSummary:
+            cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False,
+            executor: str = "local", ray_address: str | None = None) -> RunSummary:
     """Run (or resume) an audit and write its per-image tables; see the module docstring.
 
     Data files must lie inside the spec's folder unless `allow_outside` (a spec never reaches
-    outside its project on its own).
+    outside its project on its own). `executor`: "local" (this process) or "ray"
+    (runtime/ray_backend.py; `ray_address` joins an existing cluster, None starts a local
+    instance for the run); the tables are the same either way.
     """
+    if executor not in ("local", "ray"):
+        raise ValueError(f"unknown executor {executor!r} (local or ray)")
     started = utc_now()
     spec_path = Path(spec_path)
     out_dir = Path(out_dir)
@@ -347,11 +373,16 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
                      spec_dir=spec_dir,
                      policies={n: m.on_error for n, m in manifests.items()},
                      manifests={n: m.manifest for n, m in manifests.items()})
+    backend: Any = LocalBackend()
     try:
         # a table-only scorer (`precomputed()`) never gets a slot: its factory cannot build it
         slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
         specs = measure_specs(ir)
         regions = RegionSteps(ctx)  # shared by the arms: a region model loads once
+        if executor == "ray":
+            from scoreaudit.runtime.ray_backend import RayBackend
+
+            backend = RayBackend(ctx, cache_path, ray_address)
         with Progress(progress) as prog:
             ctx.progress = prog
             for name, arm in ir.arms.items():
@@ -362,6 +393,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
                          "measures": [sp.name for sp in arm_specs], "device": dev,
                          "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
                          "max_pixels": manifests[name].max_pixels, "seed": ir.settings.seed}
+                runner.backend = backend
                 runner.memos = Memos(name, memo_arm_key(name, plan, extra), regions.columns,
                                      manifests[name].base_dir)
                 runner.run(arm, manifests[name])
@@ -374,6 +406,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
         finally:
             cache.close()
             log.flush()
+            backend.close()
     paths = write_tables(tables, out_dir / "tables")
     first = first_score_time(cache_path, ctx.score_keys)
     finished = utc_now()

@@ -99,6 +99,7 @@ class ScorerSlot:
         if files is not None:  # a swapped weights file (same path, new content) is a new input
             self.key_params["weights_files"] = files
         self._instance: Any = None
+        self.factory: Callable[[], Any] | None = None  # builds the implementation (Ray: a proxy to an actor)
         self._weights: str | None = None
         self.weights_step = step_key("weights", sir.call.plugin, sir.call.version, self.key_params,
                                      {"device": ctx.device if self.torch else None},
@@ -109,7 +110,8 @@ class ScorerSlot:
     @property
     def instance(self) -> Any:
         if self._instance is None:
-            self._instance = build_scorer(self.ir, self.ctx.device, self.ctx.spec_dir)
+            self._instance = (self.factory() if self.factory is not None
+                              else build_scorer(self.ir, self.ctx.device, self.ctx.spec_dir))
             whash = self._instance.weights_hash() if hasattr(self._instance, "weights_hash") else None
             self._weights = whash
             before = self.ctx.cache.lookup([self.weights_step.key]).get(self.weights_step.key)

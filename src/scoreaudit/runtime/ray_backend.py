@@ -1,0 +1,407 @@
+"""`--executor ray`: batches of images run as Ray tasks, model scorers as Ray actors.
+
+The driver (the `scoreaudit run` process) does everything the local executor
+does except the per-image work: it reads the manifests and the cache, replays
+memos, and for every batch with work left submits one task. A task runs the
+very code of the local executor (`ArmRunner._batch`) against a view of the
+cache that reads through one reader actor on the driver's node (the cache file
+lives beside the spec, on the driver) and keeps what it computes; it returns
+its table rows, run-log lines, progress counts and new cache entries, and the
+driver merges them in batch order and commits each batch in one transaction.
+So only the driver writes the cache: a run killed anywhere resumes like a
+local one and recomputes nothing that was committed, and the tables are
+byte-identical to the local executor's.
+
+Model scorers (plugins that require torch) run in one actor per scorer that
+builds the model once, with `num_gpus=1` when the run's device is CUDA;
+classical and planted scorers, operators, regions and measures run inside
+the tasks. A task whose worker dies is retried by Ray (`RETRIES`); a batch
+that still fails is split into single images, and an image whose task fails
+on every try becomes an exclusion saying so. Image files (and mask files)
+are read by the workers at the paths the manifest gives, so on a real
+cluster they must be on a filesystem every node mounts at the same path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Iterable
+
+import numpy as np
+
+from scoreaudit.plugins.base import ScorerUnavailable, ScoreUnavailableForItem
+
+RETRIES = 2  # extra tries of a task whose worker died (Ray's max_retries)
+WINDOW = 2  # tasks in flight per available CPU
+RAY_EXTRA = "pip install 'scoreaudit[ray]'"
+_WORKER: dict[str, Any] = {}  # per worker process: plugin instances and region evaluators, reused across tasks
+
+
+class RayUnavailable(ScorerUnavailable):
+    """Ray is not installed or the cluster cannot be reached (the CLI exits 3, no traceback)."""
+
+
+def _ray():
+    try:
+        import ray  # noqa: PLC0415 - optional extra
+    except ImportError:
+        raise RayUnavailable(f"--executor ray needs Ray, which is not installed: {RAY_EXTRA}") from None
+    return ray
+
+
+# ---------------------------------------------------------------- worker side
+
+
+class MemoryLog:
+    """The RunLog interface, kept in memory and shipped back to the driver."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, Any]] = []  # ("note", text) | ("step", (step, reason))
+        self.capture = None
+
+    def note(self, text: str) -> None:
+        self.lines.append(("note", text))
+
+    def step(self, step: Any, reason: str) -> None:
+        self.lines.append(("step", (step, reason)))
+
+    def flush(self) -> None:
+        pass
+
+
+class CountingProgress:
+    """The Progress interface, counting advances per bar for the driver's bars."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def task(self, label: str, total: int) -> str:
+        return label
+
+    def advance(self, label: str, n: int = 1) -> None:
+        self.counts[label] = self.counts.get(label, 0) + n
+
+    def log(self, message: str) -> None:
+        pass
+
+
+class ShardCache:
+    """The Cache interface of one task: reads through the driver's reader actor, keeps new entries."""
+
+    def __init__(self, reader: Any):
+        self.reader = reader
+        self.entries: dict[str, tuple[Any, Any]] = {}  # key -> (StepKey, value)
+        self.prov: dict[str, Any] = {}  # slot -> StepKey
+
+    def lookup(self, keys: Iterable[str]) -> dict[str, tuple[Any, str]]:
+        ray = _ray()
+        out: dict[str, tuple[Any, str]] = {}
+        rest = []
+        for k in dict.fromkeys(keys):
+            if k in self.entries:
+                out[k] = (self.entries[k][1], "")
+            else:
+                rest.append(k)
+        if rest:
+            out.update(ray.get(self.reader.lookup.remote(rest)))
+        return out
+
+    def reasons(self, steps: Iterable[Any]) -> dict[str, str]:
+        from scoreaudit.runtime.cache import explain
+
+        steps = list(steps)
+        prov = _ray().get(self.reader.provenance.remote([s.slot for s in steps])) if steps else {}
+        out = {}
+        for s in steps:
+            p = self.prov.get(s.slot)
+            last = ({"plugin": p.plugin, "version": p.version, "params_hash": p.params_hash,
+                     "input_hash": p.input_hash} if p is not None else prov.get(s.slot))
+            out[s.slot] = explain(s, last)
+        return out
+
+    def stage(self, step: Any, value: Any) -> None:
+        if step.key not in self.entries:
+            self.entries[step.key] = (step, value)
+        self.note(step)
+
+    def note(self, step: Any) -> None:
+        self.prov[step.slot] = step
+
+    def commit(self) -> None:  # the driver commits
+        pass
+
+
+class ActorScorer:
+    """A scorer implementation that forwards to its Ray actor (which holds the model)."""
+
+    def __init__(self, actor: Any):
+        self.actor = actor
+
+    def weights_hash(self) -> str | None:
+        return _ray().get(self.actor.weights_hash.remote())
+
+    def score(self, images, prompts, items):
+        kind, scores, reasons = _ray().get(self.actor.score.remote(list(images), prompts, list(items)))
+        if kind == "partial":
+            raise ScoreUnavailableForItem(reasons, scores)
+        return scores
+
+
+class _ScorerActor:
+    """One model scorer, built once per actor process on first use (a cached run never builds it)."""
+
+    def __init__(self, sir: Any, device: str, entries: list) -> None:
+        _register(entries)
+        self.sir = sir
+        self.device = device
+        self.impl: Any = None
+
+    def _get(self) -> Any:
+        if self.impl is None:
+            from scoreaudit.runtime.scoring import build_scorer
+
+            self.impl = build_scorer(self.sir, self.device)
+        return self.impl
+
+    def weights_hash(self) -> str | None:
+        impl = self._get()
+        return impl.weights_hash() if hasattr(impl, "weights_hash") else None
+
+    def score(self, images, prompts, items):
+        try:
+            return "ok", np.asarray(self._get().score(images, prompts, items), dtype=np.float64), None
+        except ScoreUnavailableForItem as exc:
+            return "partial", exc.scores, exc.reasons
+
+
+def _register(entries: list) -> None:
+    """Plugins the driver registered at run time (not built in, no entry point): register them here too."""
+    from scoreaudit.registry import REGISTRIES, load_plugins
+
+    load_plugins()
+    for e in entries:
+        reg = REGISTRIES[e.kind]
+        if e.name not in reg:
+            reg._entries[e.name] = e
+
+
+def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
+    """One batch on a worker: the local executor's `_batch`, with its effects returned as data."""
+    from scoreaudit.diagnostics import DiagnosticError
+    from scoreaudit.runtime.executor import ArmRunner
+    from scoreaudit.runtime.measure_steps import measure_specs
+    from scoreaudit.runtime.region_steps import RegionSteps
+    from scoreaudit.runtime.scoring import ScorerSlot
+    from scoreaudit.runtime.steps import RunContext
+    from scoreaudit.runtime.tables import Tables
+
+    _register(common["entries"])
+    ir = common["ir"]
+    plugins = _WORKER.setdefault("plugins", {})
+    ctx = RunContext(ir=ir, cache=ShardCache(reader), log=MemoryLog(), tables=Tables(),
+                     progress=CountingProgress(), device=common["device"], spec_dir=common["spec_dir"],
+                     policies=common["policies"], manifests=common["manifests"], _plugins=plugins)
+    slots = []
+    for name in common["slots"]:
+        slot = ScorerSlot(ctx, ir.scorers[name])
+        if name in actors:
+            slot.factory = (lambda a=actors[name]: ActorScorer(a))
+        slots.append(slot)
+    specs = [s for s in measure_specs(ir) if s.name in common["specs"]]
+    regions = RegionSteps(ctx)
+    ident = repr(sorted(regions.params.items())) + common["device"]
+    regions._evaluator = _WORKER.get(("regions", ident))
+    arm = ir.arms[common["arm"]]
+    runner = ArmRunner(ctx, regions, slots, specs, common["pre"], arm.name, common["operators"])
+    error = None
+    try:
+        runner._batch(arm, common["manifest"], records, arm.source == "images")
+    except DiagnosticError as exc:  # `on_error: fail`: the driver raises it
+        error = list(exc.diagnostics)
+    if regions._evaluator is not None:
+        _WORKER[("regions", ident)] = regions._evaluator
+    t = ctx.tables
+    return {"entries": list(ctx.cache.entries.values()), "prov": list(ctx.cache.prov.values()),
+            "log": ctx.log.lines, "progress": ctx.progress.counts, "usable": runner.usable,
+            "score_keys": sorted(ctx.score_keys), "error": error,
+            "tables": {n: getattr(t, n) for n in ("images", "scores", "measures", "regions", "exclusions")}}
+
+
+class _CacheReader:
+    """Reads the driver's cache file (read-only) for the tasks; pinned to the driver's node."""
+
+    def __init__(self, path: str) -> None:
+        from scoreaudit.runtime.cache import Cache
+
+        self.cache = Cache(path, readonly=True)
+
+    def lookup(self, keys: list[str]) -> dict:
+        return self.cache.lookup(keys)
+
+    def provenance(self, slots: list[str]) -> dict:
+        return self.cache.provenance(slots)
+
+
+# ---------------------------------------------------------------- driver side
+
+
+FORWARDED_PREFIXES = ("HF_", "TRANSFORMERS_", "TORCH_", "SCOREAUDIT_", "XDG_CACHE_HOME")
+
+
+def worker_env() -> dict[str, str]:
+    """Environment the run's workers get: the driver's sys.path (so plugins it imports load there too),
+    its Hugging Face / torch cache settings, and the variables named in $SCOREAUDIT_RAY_ENV."""
+    names = {n.strip() for n in os.environ.get("SCOREAUDIT_RAY_ENV", "").split(",") if n.strip()}
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES) or k in names}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def _plugin_entries(ir: Any) -> list:
+    """Registry entries the IR uses that workers cannot load themselves (registered at run time)."""
+    from importlib.metadata import entry_points
+
+    from scoreaudit.registry import REGISTRIES, load_plugins
+    from scoreaudit.runtime.columns import region_calls
+
+    load_plugins()
+    eps = {ep.value.split(":")[0] for ep in entry_points(group="scoreaudit.plugins")}
+    used = [("scorer", s.call.plugin) for s in ir.scorers.values()]
+    used += [("operator", o.call.plugin) for o in ir.operators.values()]
+    used += [("covariate" if m.role == "covariate" else "measure", m.call.plugin) for m in ir.measures.values()]
+    used += [("region", c.plugin) for r in ir.regions.values() for c in region_calls(r.expr)]
+    out = []
+    for kind, name in dict.fromkeys(used):
+        entry = REGISTRIES[kind].get(name)
+        module = getattr(entry.impl, "__module__", "") or ""
+        if not module.startswith("scoreaudit.") and module not in eps:
+            out.append(entry)
+    return out
+
+
+class RayBackend:
+    """Connects to (or starts) Ray, and runs an arm's batches there; `close()` stops what it started."""
+
+    name = "ray"
+
+    def __init__(self, ctx: Any, cache_path: Any, address: str | None = None, num_cpus: int | None = None):
+        ray = _ray()
+        self.ray = ray
+        self.ctx = ctx
+        self.started = False
+        if not ray.is_initialized():
+            env = worker_env()
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False, configure_logging=False,
+                             runtime_env={"env_vars": env})
+                else:  # "local": a new instance even when a `ray start` cluster runs on this machine
+                    ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
+                             object_store_memory=int(os.environ.get("SCOREAUDIT_RAY_OBJECT_STORE_MB", "200"))
+                             * 1024 * 1024, log_to_driver=False, configure_logging=False,
+                             runtime_env={"env_vars": env})
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise RayUnavailable(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") \
+                    from None
+            self.started = True
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.reader = ray.remote(_CacheReader).options(scheduling_strategy=here, num_cpus=0).remote(
+            str(cache_path))
+        self.task = ray.remote(run_batch).options(max_retries=RETRIES, retry_exceptions=False)
+        self.entries = _plugin_entries(ctx.ir)
+        self.actors: dict[str, Any] = {}
+        self.window = max(1, int(ray.available_resources().get("CPU", 1)) * WINDOW)
+        ctx.log.note(f"executor ray: {len(ray.nodes())} node(s), "
+                     f"{int(ray.cluster_resources().get('CPU', 0))} CPU(s), "
+                     f"{int(ray.cluster_resources().get('GPU', 0))} GPU(s)")
+
+    def _actor(self, slot: Any) -> Any:
+        if slot.name not in self.actors:
+            gpu = self.ctx.device.startswith("cuda")
+            cls = self.ray.remote(_ScorerActor).options(num_gpus=1 if gpu else 0, num_cpus=1,
+                                                         max_restarts=RETRIES, max_task_retries=RETRIES)
+            self.actors[slot.name] = cls.remote(slot.ir, "cuda" if gpu else self.ctx.device, self.entries)
+        return self.actors[slot.name]
+
+    def batches(self, runner: Any, arm: Any, manifest: Any, batches: list[list], images_arm: bool):
+        if not batches:
+            return
+        ray = self.ray
+        ctx = self.ctx
+        actors = {s.name: self._actor(s) for s in runner.slots if s.torch}
+        common = ray.put({"ir": ctx.ir, "arm": arm.name, "manifest": manifest, "pre": runner.pre,
+                          "slots": [s.name for s in runner.slots], "specs": [s.name for s in runner.specs],
+                          "operators": tuple(op.name for op in runner.operators), "device": ctx.device,
+                          "spec_dir": ctx.spec_dir, "policies": ctx.policies, "manifests": ctx.manifests,
+                          "entries": self.entries})
+        refs: dict[int, Any] = {}
+        nxt = 0
+        for k, todo in enumerate(batches):
+            while nxt < len(batches) and nxt < k + self.window:  # keep the cluster busy, memory bounded
+                refs[nxt] = self.task.remote(common, batches[nxt], self.reader, actors)
+                nxt += 1
+            results = self._get(refs.pop(k), common, todo, arm.name, actors)
+            yield todo, (lambda results=results, todo=todo: self._merge(runner, arm.name, todo, results))
+
+    def _get(self, ref: Any, common: Any, todo: list, arm: str, actors: dict) -> list:
+        """The batch's result, or, when its worker died on every try, one result per image."""
+        from ray.exceptions import RayTaskError
+
+        try:
+            return [("ok", self.ray.get(ref))]
+        except RayTaskError as exc:  # the code raised: the same error as under the local executor
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, BaseException) else exc) from None
+        except self.ray.exceptions.RayError as exc:  # a worker (or its node) died on every try
+            if len(todo) == 1:
+                return [("died", (todo[0], f"{type(exc).__name__}"))]
+            out = []
+            for rec in todo:  # retry the images one by one, so one poisonous image does not sink the rest
+                out += self._get(self.task.remote(common, [rec], self.reader, actors), common, [rec], arm, actors)
+            return out
+
+    def _merge(self, runner: Any, arm: str, todo: list, results: list) -> None:
+        ctx = self.ctx
+        for kind, res in results:
+            if kind == "died":
+                rec, why = res
+                ctx.exclude(arm, rec.image_id, rec.row, "decode",
+                            f"the Ray worker processing this image died on each of {RETRIES + 1} tries ({why}); "
+                            f"rerun to try again (row {rec.row})")
+                continue
+            for step, value in res["entries"]:
+                ctx.cache.stage(step, value)
+            for step in res["prov"]:
+                ctx.cache.note(step)
+            for what, line in res["log"]:
+                if what == "note":
+                    ctx.log.note(line)
+                else:
+                    ctx.log.step(*line)
+            for name, rows in res["tables"].items():
+                getattr(ctx.tables, name).extend(rows)
+            for label, n in res["progress"].items():
+                ctx.progress.advance(label, n)
+            runner.usable.extend(res["usable"])
+            ctx.score_keys.update(res["score_keys"])
+            if res["error"]:
+                from scoreaudit.diagnostics import DiagnosticError
+
+                raise DiagnosticError(res["error"])
+
+    def close(self) -> None:
+        for a in self.actors.values():
+            try:
+                self.ray.kill(a)
+            except Exception:  # already gone
+                pass
+        self.actors.clear()
+        try:
+            self.ray.kill(self.reader)
+        except Exception:
+            pass
+        if self.started:
+            self.ray.shutdown()
