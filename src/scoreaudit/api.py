@@ -141,11 +141,11 @@ def render(bundle: str | Path, formats=None) -> list[Path]:
 # ---------------------------------------------------------------- the rest of the command line's needs
 
 
-def plan_text(plan) -> str:
-    """An ExecutionPlan as `scoreaudit plan` prints it."""
+def plan_text(plan, status=None) -> str:
+    """An ExecutionPlan as `scoreaudit plan` prints it (`status`: runtime.executor.cache_status)."""
     from scoreaudit.compiler.plan import render_plan
 
-    return render_plan(plan)
+    return render_plan(plan, status)
 
 
 def format_source(source: str, path: str = "<input>"):

@@ -53,7 +53,21 @@ def cmd_check(args) -> int:
 
 def cmd_plan(args) -> int:
     ir, plan = api.compile(args.file, allow_outside=args.allow_outside)
-    print(plan.model_dump_json(indent=2) if args.format == "json" else api.plan_text(plan))
+    status = None
+    if args.cache is not None:  # which steps the cache holds (reads manifests and file metadata only)
+        from scoreaudit.runtime.executor import cache_status
+
+        status = cache_status(ir, plan, spec_path=Path(args.file), allow_outside=args.allow_outside,
+                              cache_path=None if args.cache == "" else Path(args.cache))
+        if status is None:
+            _err("no cache yet: every step will run")
+    if args.format == "json":
+        data = plan.model_dump(mode="json")
+        if status is not None:
+            data["cache"] = status
+        print(json.dumps(data, indent=2))
+    else:
+        print(api.plan_text(plan, status))
     return Exit.OK
 
 
@@ -256,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", metavar="FILE", help=".audit file")
     _format_option(s)
     s.add_argument("--allow-outside", **outside)
+    s.add_argument("--cache", nargs="?", const="", default=None, metavar="FILE",
+                   help="also say which steps the cache holds and which will run "
+                        "(default cache: .scoreaudit/cache.sqlite next to the spec)")
     s.set_defaults(func=cmd_plan)
 
     s = command("fmt", "canonical formatting (prints the formatted spec unless --write or --check)")

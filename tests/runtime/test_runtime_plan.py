@@ -59,3 +59,28 @@ def test_reads_data_is_a_registry_fact_not_a_name(tmp_path):
         assert plan.forward_passes == {"given": 0, "sharp": 2 * 3}
     finally:
         scorers._entries.pop("zz_column_scores", None)
+
+
+def test_plan_cache_counts_cached_and_to_run_steps(tmp_path, fake_log):
+    from PIL import Image
+
+    from scoreaudit.compiler.plan import render_plan
+    from scoreaudit.runtime.executor import cache_status
+
+    spec = make_images(tmp_path)
+    ir = make_ir()
+    plan = build_plan(ir, tmp_path)
+    assert cache_status(ir, plan, spec_path=spec) is None  # no cache yet
+    execute(ir, plan, spec_path=spec, out_dir=tmp_path / "out", progress=False)
+    status = cache_status(ir, plan, spec_path=spec)
+    assert status["images"] == {"a": [6, 6]}
+    per_image = {s.id for s in plan.steps if s.kind in ("decode", "region", "operator", "measure", "score")}
+    assert {i for i, v in status["steps"].items() if v == "cached"} == per_image
+    text = render_plan(plan, status)
+    assert f"cache: {len(per_image)} steps cached, {len(plan.steps) - len(per_image)} to run" in text
+    assert "a 6/6" in text
+
+    img = tmp_path / "data" / "imgs" / "r1.png"
+    Image.fromarray(255 - __import__("numpy").asarray(Image.open(img))).save(img)
+    status = cache_status(ir, plan, spec_path=spec)
+    assert status["images"] == {"a": [5, 6]} and set(status["steps"].values()) == {"to run"}

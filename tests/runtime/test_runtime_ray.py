@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +27,11 @@ from scoreaudit.compiler.ir import ScorerIR
 from scoreaudit.runtime import executor as ex
 from scoreaudit.runtime.executor import execute
 
+# Ray reads its authentication settings once per process: set them before anything imports ray. Every
+# Ray process of this module (the local instance, both cluster nodes, the crash-test drivers) shares one
+# random token.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
 
 pytestmark = pytest.mark.timeout(900)
@@ -56,11 +62,10 @@ def _stop(procs) -> None:
 @pytest.fixture(scope="module")
 def cluster():
     """A two-node Ray cluster on 127.0.0.1 (token-authenticated); yields its address."""
-    token = secrets.token_hex(32)
     tmp = Path(tempfile.mkdtemp(prefix="sa-ray-", dir="/tmp"))  # short: Ray's socket paths
     port = _free_port()
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "SCOREAUDIT_RAY_ENV")}
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token, SCOREAUDIT_RAY_ENV="SA_FAKE_LOG,SA_FAKE_SLEEP")
+    saved = {k: os.environ.get(k) for k in ("SCOREAUDIT_RAY_ENV",)}
+    os.environ.update(SCOREAUDIT_RAY_ENV="SA_FAKE_LOG,SA_FAKE_SLEEP")
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0",
                PYTHONPATH=os.pathsep.join([str(HERE), *[p for p in sys.path if p]]))
     ray_bin = str(Path(sys.executable).parent / "ray")
@@ -77,6 +82,7 @@ def cluster():
         import ray
 
         deadline = time.monotonic() + 400
+        last: Exception | None = None
         while True:
             try:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
@@ -84,15 +90,17 @@ def cluster():
                 ray.shutdown()
                 if len(alive) >= 2:
                     break
-            except Exception:  # not up yet
+            except Exception as exc:  # not up yet
+                last = exc
                 if ray.is_initialized():
                     ray.shutdown()
-            assert time.monotonic() < deadline, (tmp / "head.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, f"{last!r}\n" + (tmp / "head.log").read_text()[-2000:]
             assert all(p.poll() is None for p in procs), (tmp / "head.log").read_text()[-2000:]
             time.sleep(2)
         yield address
     finally:
         _stop(procs)
+        shutil.rmtree(tmp, ignore_errors=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -407,8 +407,12 @@ def arm_work(plan: ExecutionPlan) -> dict[str, ArmWork]:
 # ---------------------------------------------------------------- printing
 
 
-def render_plan(plan: ExecutionPlan) -> str:
-    """A readable printout: one line per step (reads → writes), then the totals."""
+def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
+    """A readable printout: one line per step (reads → writes), then the totals.
+
+    `status` (runtime.executor.cache_status): each step says whether it is cached or to run,
+    and a last section counts them.
+    """
     lines = [f"execution plan (schema {plan.schema_version}, fingerprint {plan.fingerprint[:16]}), "
              f"{len(plan.steps)} steps"]
     kinds: dict[str, int] = {}
@@ -424,6 +428,8 @@ def render_plan(plan: ExecutionPlan) -> str:
         elif s.images is not None:
             extra = f"  [{s.images} images]"
         reads = ", ".join(s.reads[:3]) + (f", … (+{len(s.reads) - 3} more)" if len(s.reads) > 3 else "")
+        if status is not None:
+            extra += f"  ({status['steps'].get(s.id, 'to run')})"
         lines.append(f"{s.id:<{width}}  {s.key[:12]}  {reads or '-'} -> {', '.join(s.writes)}{extra}")
     paired = [s for s in plan.steps if s.kind == "statistic" and s.params.get("pairing")]
     if paired:
@@ -445,6 +451,10 @@ def render_plan(plan: ExecutionPlan) -> str:
     unknown = [a for a, n in plan.images.items() if n is None]
     if unknown:
         lines.append(f"n(arm) is unknown until the manifests exist: {', '.join(unknown)}")
+    if status is not None:
+        cached = sum(1 for v in status["steps"].values() if v == "cached")
+        lines.append(f"cache: {cached} steps cached, {len(status['steps']) - cached} to run; images with "
+                     "every step cached: " + ", ".join(f"{a} {c}/{n}" for a, (c, n) in status["images"].items()))
     return "\n".join(lines)
 
 

@@ -337,6 +337,65 @@ def _arm_plan(ir: AuditIR, work: ArmWork, slots: dict[str, ScorerSlot], specs: l
             [s for s in specs if s.name in work.measures and (arm, s.name) not in given["measures"]])
 
 
+def _memos(ir: AuditIR, plan: Any, arm: str, slots: list[ScorerSlot], specs: list[MeasureSpec], dev: str,
+           pre: TableSet, manifest: ManifestResult, regions: RegionSteps) -> Memos:
+    """The arm's memo keys (runtime/memo.py): its plan keys plus what they leave out."""
+    extra = {"scorers": {sl.name: [sl.ir.call.plugin, sl.ir.call.version, sl.key_params, sl.needs_prompt]
+                         for sl in slots},
+             "measures": [sp.name for sp in specs], "device": dev,
+             "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
+             "max_pixels": manifest.max_pixels, "seed": ir.settings.seed}
+    return Memos(arm, memo_arm_key(arm, plan, extra), regions.columns, manifest.base_dir)
+
+
+def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | None = None,
+                 device: str = "auto", allow_outside: bool = False) -> dict[str, Any] | None:
+    """What `run` would take from the cache (`scoreaudit plan --cache`); None when there is no cache.
+
+    {"images": {arm: [cached, total]}, "steps": {step id: "cached" | "to run"}}: an image is
+    cached when its memo is (every one of its steps is); a per-image plan step is cached when
+    all the arm's images are. Statistics and the report always run (they read the tables).
+    Reads the manifests and the image files' bytes; decodes nothing, writes nothing.
+    """
+    spec_path = Path(spec_path)
+    spec_dir = spec_path.resolve().parent
+    cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
+    if not cache_path.is_file():
+        return None
+    root = None if allow_outside else spec_dir
+    manifests = load_manifests(ir, spec_dir, root)
+    pre = load_precomputed(ir, spec_dir, manifests, root)
+    given = provided(pre)
+    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
+    cache = Cache(cache_path, readonly=True)
+    try:
+        ctx = RunContext(ir=ir, cache=cache, log=None, tables=Tables(), progress=Progress(False), device=dev,
+                         spec_dir=spec_dir)
+        slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
+        specs = measure_specs(ir)
+        regions = RegionSteps(ctx)
+        work = arm_work(plan)
+        images: dict[str, list[int]] = {}
+        for name, arm in ir.arms.items():
+            records = manifests[name].records
+            if imageless(arm) or name not in work:
+                images[name] = [len(records), len(records)]
+                continue
+            arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
+            memos = _memos(ir, plan, name, arm_slots, arm_specs, dev, pre, manifests[name], regions)
+            keys = [memos.step(r) for r in records]
+            found = cache.lookup(k.key for k in keys if k is not None)
+            images[name] = [sum(1 for k in keys if k is not None and k.key in found), len(records)]
+    finally:
+        cache.close()
+    steps = {}
+    for s in plan.steps:
+        done = s.arm is not None and s.kind in ("decode", "region", "operator", "measure", "score") and \
+            images.get(s.arm, [0, 1])[0] == images.get(s.arm, [0, 1])[1]
+        steps[s.id] = "cached" if done else "to run"
+    return {"images": images, "steps": steps}
+
+
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
             cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False,
             executor: str = "local", ray_address: str | None = None) -> RunSummary:
@@ -388,14 +447,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             for name, arm in ir.arms.items():
                 arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
                 runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, name, work[name].operators)
-                extra = {"scorers": {sl.name: [sl.ir.call.plugin, sl.ir.call.version, sl.key_params,
-                                               sl.needs_prompt] for sl in arm_slots},
-                         "measures": [sp.name for sp in arm_specs], "device": dev,
-                         "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
-                         "max_pixels": manifests[name].max_pixels, "seed": ir.settings.seed}
                 runner.backend = backend
-                runner.memos = Memos(name, memo_arm_key(name, plan, extra), regions.columns,
-                                     manifests[name].base_dir)
+                runner.memos = _memos(ir, plan, name, arm_slots, arm_specs, dev, pre, manifests[name], regions)
                 runner.run(arm, manifests[name])
                 runner.add_precomputed(arm, pre)
         ran = _runs_somewhere(ir, given["scores"])
