@@ -352,12 +352,14 @@ class RayBackend:
 
         try:
             return [("ok", self.ray.get(ref))]
-        except RayTaskError as exc:  # the code raised: the same error as under the local executor
-            cause = getattr(exc, "cause", None)
-            raise (cause if isinstance(cause, BaseException) else exc) from None
-        except self.ray.exceptions.RayError as exc:  # a worker (or its node) died on every try
+        except self.ray.exceptions.RayError as exc:
+            cause = getattr(exc, "cause", None) if isinstance(exc, RayTaskError) else exc
+            if isinstance(exc, RayTaskError) and not isinstance(cause, self.ray.exceptions.RayError):
+                # the code raised: the same error as under the local executor
+                raise (cause if isinstance(cause, BaseException) else exc) from None
+            # a worker, its node or a scorer's actor died on every try
             if len(todo) == 1:
-                return [("died", (todo[0], f"{type(exc).__name__}"))]
+                return [("died", (todo[0], type(cause).__name__))]
             out = []
             for rec in todo:  # retry the images one by one, so one poisonous image does not sink the rest
                 out += self._get(self.task.remote(common, [rec], self.reader, actors), common, [rec], arm, actors)
