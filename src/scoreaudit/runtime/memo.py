@@ -19,7 +19,7 @@ deleting them (or bumping MEMO_VERSION) only makes the next run slower.
 
 from __future__ import annotations
 
-import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -40,17 +40,16 @@ class LoggedStep:
     slot: str
 
 
-def file_sha(path: Path | None) -> str | None:
+def file_identity(path: Path | None) -> list | None:
+    """A file's (resolved path, size, mtime_ns): any edit, copy or checkout changes it, and then the
+    image goes through its steps, whose keys hash the decoded pixels (the memo is only a shortcut)."""
     if path is None:
         return None
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+        st = os.stat(path)
     except OSError:
         return None  # unreadable now: no memo, the steps report it
-    return h.hexdigest()
+    return [os.fspath(path), st.st_size, st.st_mtime_ns]
 
 
 def arm_key(arm: str, plan: Any, extra: Any) -> str:
@@ -71,13 +70,13 @@ class Memos:
 
     def step(self, rec: ImageRecord) -> StepKey | None:
         """The memo key of one image (None when its file cannot be read: no memo)."""
-        sha = file_sha(rec.path)
+        sha = file_identity(rec.path)
         if rec.path is not None and sha is None:
             return None
         masks = {}
         for c in self.mask_columns:
             v = rec.columns.get(c)
-            masks[c] = file_sha(self.base_dir / v) if isinstance(v, str) and v else None
+            masks[c] = file_identity(self.base_dir / v) if isinstance(v, str) and v else None
         inputs = [sha, rec.image_id, rec.row, rec.cluster, rec.prompt, rec.side, rec.pair_id,
                   dict(rec.columns), masks]
         input_hash = hash_value(inputs)
@@ -142,16 +141,14 @@ def replay(ctx: Any, arm: str, value: Mapping[str, Any]) -> str | None:
         t.images.append(dict(image))
         image_id = image["image_id"]
     iid = image_id if image_id is not None else value.get("image_id")
-    for region, cov in value["regions"]:
-        t.add_region(arm, iid, region, cov)
-    for op, dose, scorer, score in value["scores"]:
-        t.add_score(arm, iid, op, dose, scorer, score)
-    for op, dose, name, role, v in value["measures"]:
-        t.add_measure(arm, iid, op, dose, name, role, v)
-    for key, kind, slot in value["steps"]:
-        ctx.log.step(LoggedStep(key, kind, slot), "cached")
-        if kind == "score":
-            ctx.score_keys.add(key)
+    t.regions.extend({"arm": arm, "image_id": iid, "region": r, "coverage": c} for r, c in value["regions"])
+    t.scores.extend({"arm": arm, "image_id": iid, "operator": o, "dose": d, "scorer": s, "score": v}
+                    for o, d, s, v in value["scores"])
+    t.measures.extend({"arm": arm, "image_id": iid, "operator": o, "dose": d, "name": n, "role": r, "value": v}
+                      for o, d, n, r, v in value["measures"])
+    steps = value["steps"]
+    ctx.log.cached(steps)
+    ctx.score_keys.update(key for key, kind, _ in steps if kind == "score")
     for row, stage, reason in value["exclusions"]:
         ctx.exclude(arm, iid, row, stage, reason)
     return image_id

@@ -34,6 +34,12 @@ class RunLog:
         if self.capture is not None:
             self.capture.append((step, reason))
 
+    def cached(self, steps: list) -> None:
+        """Many cached steps at once, as (key, kind, slot) (a memo's lines)."""
+        self._fh.write("".join(f"{key}\tcached\tcached\t{kind}\t{slot}\n" for key, kind, slot in steps))
+        for _, kind, _ in steps:
+            self.counts[(kind, "cached")] += 1
+
     def flush(self) -> None:
         self._fh.flush()
 
