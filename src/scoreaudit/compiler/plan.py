@@ -16,6 +16,7 @@ formulas. Counts never enter keys or the fingerprint.
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
