@@ -55,9 +55,7 @@ def cmd_plan(args) -> int:
     ir, plan = api.compile(args.file, allow_outside=args.allow_outside)
     status = None
     if args.cache is not None:  # which steps the cache holds (reads manifests and file metadata only)
-        from scoreaudit.runtime.executor import cache_status
-
-        status = cache_status(ir, plan, spec_path=Path(args.file), allow_outside=args.allow_outside,
+        status = api.cache_status(ir, plan, spec_path=Path(args.file), allow_outside=args.allow_outside,
                               cache_path=None if args.cache == "" else Path(args.cache))
         if status is None:
             _err("no cache yet: every step will run")
