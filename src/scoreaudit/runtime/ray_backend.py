@@ -151,17 +151,18 @@ class ActorScorer:
 class _ScorerActor:
     """One model scorer, built once per actor process on first use (a cached run never builds it)."""
 
-    def __init__(self, sir: Any, device: str, entries: list) -> None:
+    def __init__(self, sir: Any, device: str, entries: list, spec_dir: Any = None) -> None:
         _register(entries)
         self.sir = sir
         self.device = device
+        self.spec_dir = spec_dir
         self.impl: Any = None
 
     def _get(self) -> Any:
         if self.impl is None:
             from scoreaudit.runtime.scoring import build_scorer
 
-            self.impl = build_scorer(self.sir, self.device)
+            self.impl = build_scorer(self.sir, self.device, self.spec_dir)
         return self.impl
 
     def weights_hash(self) -> str | None:
@@ -323,7 +324,8 @@ class RayBackend:
             gpu = self.ctx.device.startswith("cuda")
             cls = self.ray.remote(_ScorerActor).options(num_gpus=1 if gpu else 0, num_cpus=1,
                                                          max_restarts=RETRIES, max_task_retries=RETRIES)
-            self.actors[slot.name] = cls.remote(slot.ir, "cuda" if gpu else self.ctx.device, self.entries)
+            self.actors[slot.name] = cls.remote(slot.ir, "cuda" if gpu else self.ctx.device, self.entries,
+                                                self.ctx.spec_dir)
         return self.actors[slot.name]
 
     def batches(self, runner: Any, arm: Any, manifest: Any, batches: list[list], images_arm: bool):
