@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install scoreaudit into it. Usage: scripts/bootstrap.sh [core|test]
 #   core: the package with the PDF and demo extras (enough for `make demo`)
-#   test: also the test tools, the models extra (torch from this machine's local wheels), the lsp and ray extras,
+#   test: also the test tools, the models extra (torch from this machine's local wheels), the lsp, ray and generate extras,
 #         the official image-reward and hpsv2 packages in .venv-official/ (scripts/official_venvs.sh),
 #         and the Debian packages the report tests use (poppler-utils, chromium).
 set -euo pipefail
@@ -31,7 +31,7 @@ fi
 if [ "$what" = test ]; then
   # torch first, pinned to the wheels on this machine's disk (no CUDA download).
   .venv/bin/pip install -q torch==2.14.1 torchvision==0.29.1
-  .venv/bin/pip install -q -e '.[pdf,demo,test,models,lsp,ray]'
+  .venv/bin/pip install -q -e '.[pdf,demo,test,models,lsp,ray,generate]'
   # The official image-reward and hpsv2 packages, each in its own small venv (older transformers),
   # for the differential tests in tests/models.
   scripts/official_venvs.sh .venv

@@ -267,6 +267,12 @@ def arms_pass(module: ast.Module, st: State) -> None:
             st.broken.add(d.name.name)
             continue
         p = bound.params
+        if entry.meta.get("source") == "generate":  # the images exist after the run's generate step
+            prompts = p.get("prompts")
+            factors = tuple(prompts["factors"]) if isinstance(prompts, dict) else ()
+            st.arms[d.name.name] = ir.ArmIR(name=d.name.name, call=plugin_call(bound), source="images",
+                                            kind=p.get("kind", "synthetic"), cluster="cluster", factors=factors)
+            continue
         strata = p.get("strata")
         strata = tuple(strata) if isinstance(strata, list) else ((strata,) if strata else ())
         st.arms[d.name.name] = ir.ArmIR(

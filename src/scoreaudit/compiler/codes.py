@@ -321,6 +321,20 @@ CATALOGUE: tuple[Code, ...] = (
        "schema).", "Move the file away or pass another `--cache PATH`."),
     # E08xx: precomputed score and measure tables (spec/precomputed.md)
     *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("E")),
+    # E0850–E0899: generated arms and probes (spec/generation.md)
+    Code("E0850", "bad template", "`prompts:` of a generated arm is a call other than `template(...)`, or the "
+         "template's text is missing, not a string, or has malformed braces.",
+         'Write `prompts: "prompts.txt"` or `prompts: template("a photo of a {job}", job: [...])`.',
+         'arm gen = generate("pipe", prompts: template(job: ["nurse"]), seeds: 2)\n'),
+    Code("E0851", "template factors do not match", "A template placeholder has no factor, a factor does not "
+         "appear in the text, is given twice, repeats a level, or is neither a list of levels nor "
+         '`column(NAME, "file.csv")`.', "Give every `{placeholder}` exactly one factor argument.",
+         'arm gen = generate("pipe", prompts: template("a photo of a {gender} {job}", gender: ["man", "woman"]))\n'),
+    _r("E0852", "prompts unreadable", "A generated arm's prompts file (or a template's `column(NAME, \"file\")`) "
+       "is missing, unreadable, lacks the column, or has no prompts.",
+       "Fix the path (relative to the spec's folder) or the column name."),
+    _r("E0853", "unknown scheduler", "`scheduler:` of a generated arm names no diffusers scheduler class.",
+       "Name a class such as `DDIMScheduler` or `EulerDiscreteScheduler`, or leave it out."),
     # ------------------------------------------------------------ warnings
     Code("W0401", "identity dose added", "The doses omit the operator's identity; it is added because the "
          "unaltered image is always scored.", "Add the identity dose to the list.",

@@ -301,7 +301,7 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
 def check_prompt(scorer: ir.ScorerIR, arm: ir.ArmIR, node: Any, st) -> bool:
     if not scorer.needs_prompt or scorer.call.params.get("prompt") is not None:
         return True
-    if arm.call.params.get("prompt") is not None:
+    if arm.call.params.get("prompt") is not None or arm.call.plugin == "generate":  # generated: its prompts
         return True
     st.sink.emit("E0507", node, f"scorer `{scorer.name}` needs a prompt, but neither it nor arm `{arm.name}` "
                  "gives one", f'add `prompt: "..."` or `prompt: column(COLUMN)` to scorer `{scorer.name}`, '

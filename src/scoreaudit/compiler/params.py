@@ -270,6 +270,13 @@ def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: st
             bound.inner = lowered
         bound.inners[spec.name] = lowered
         return v.func.name
+    if isinstance(v, ast.Call) and spec.ref == "prompts":
+        from scoreaudit.compiler.prompts import BadPrompts, lower_template
+
+        try:
+            return lower_template(v, sink)
+        except BadPrompts:
+            raise _Bad from None
     if isinstance(v, ast.Call):
         sink.emit("E0303", v, f"a call is not a valid value for `{spec.spelled}` of {what}",
                   "only statistics take a nested call (e.g. `transfers(asymmetry(light), ...)`)")

@@ -32,7 +32,7 @@ from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_
 PLAN_SCHEMA_VERSION = 1
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 
-StepKind = Literal["decode", "region", "operator", "measure", "score", "select", "statistic", "report"]
+StepKind = Literal["generate", "decode", "region", "operator", "measure", "score", "select", "statistic", "report"]
 
 
 class Step(BaseModel):
@@ -51,6 +51,7 @@ class Step(BaseModel):
     arm: Optional[str] = None
     images: Optional[int] = None  # images this step processes; None: unknown until manifests are read
     forward_passes: Optional[int] = None  # scorer forward passes (score steps); None: unknown
+    denoising_steps: Optional[int] = None  # generate steps: images × steps; None: unknown
     depends_on: tuple[str, ...] = ()
 
 
@@ -105,6 +106,13 @@ def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
     if base is None:
         return None
     p = arm.call.params
+    if arm.call.plugin == "generate":  # prompts × seeds, when the prompts can be read here
+        from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+
+        try:
+            return len(expand_prompts(p["prompts"], base)) * len(seed_list(p.get("seeds", 1)))
+        except PromptsError:
+            return None
     manifest = p.get("manifest")
     try:
         if manifest:
@@ -149,7 +157,8 @@ class _Builder:
     def add(self, id: str, kind: str, *, plugin: str | None = None, version: str | None = None,
             params: Any = None, depends_on: list[str] = (), params_json: str | None = None,
             reads: tuple[str, ...] = (), writes: tuple[str, ...] = (), arm: str | None = None,
-            images: int | None = None, forward_passes: int | None = None) -> Step:
+            images: int | None = None, forward_passes: int | None = None,
+            denoising_steps: int | None = None) -> Step:
         deps = tuple(dict.fromkeys(depends_on))
         params = params if params is not None else {}
         keys = self.keys
@@ -158,7 +167,8 @@ class _Builder:
         # built from checked IR, so validation is skipped (it dominated planning time on large specs)
         step = _fast_step({"id": id, "kind": kind, "key": key, "plugin": plugin, "version": version, "params": params,
                            "depends_on": deps, "reads": reads, "writes": writes, "arm": arm, "images": images,
-                           "forward_passes": forward_passes})
+                           "forward_passes": forward_passes,
+                           "denoising_steps": denoising_steps})
         self.steps.append(step)
         self.by_id[id] = step
         keys[id] = key
@@ -211,10 +221,17 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
 
     for arm_name, arm in audit.arms.items():
         n = images[arm_name]
+        decode_deps: list[str] = []
+        if arm.call.plugin == "generate":
+            b.add(f"generate/{arm_name}", "generate", plugin=arm.call.plugin, version=arm.call.version,
+                  params={"arm": arm_name, **arm.call.params}, reads=(f"pipeline:{arm.call.params['pipeline']}",),
+                  writes=(f"generated/{arm_name}",), arm=arm_name, images=n,
+                  denoising_steps=_mul(n, int(arm.call.params.get("steps", 30))))
+            decode_deps = [f"generate/{arm_name}"]
         b.add(f"decode/{arm_name}", "decode", plugin=arm.call.plugin, version=arm.call.version,
               params={"arm": arm_name, **arm.call.params, "on_error": arm.call.params.get("on_error") or audit.settings.on_error},
               reads=(f"manifest:{arm.call.params.get('manifest') or arm.call.params.get('folder')}",),
-              writes=(f"images/{arm_name}",), arm=arm_name, images=n)
+              writes=(f"images/{arm_name}",), arm=arm_name, images=n, depends_on=decode_deps)
         per_image = 1  # the original
         if arm.source == "images":
             for r in regions:
@@ -424,7 +441,9 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
     width = max((len(s.id) for s in plan.steps), default=10)
     for s in plan.steps:
         extra = ""
-        if s.forward_passes is not None:
+        if s.denoising_steps is not None:
+            extra = f"  [{s.images} images, {s.denoising_steps} denoising steps]"
+        elif s.forward_passes is not None:
             extra = f"  [{s.forward_passes} forward passes]"
         elif s.images is not None:
             extra = f"  [{s.images} images]"
@@ -449,6 +468,12 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
     for scorer, total in plan.forward_passes.items():
         shown = f"{total}" if total is not None else "?"
         lines.append(f"  {scorer}: {shown}   ({formula})")
+    gen = [s for s in plan.steps if s.kind == "generate"]
+    if gen:
+        lines.append("generated images per arm (prompts × seeds; denoising steps = images × steps):")
+        for s in gen:
+            lines.append(f"  {s.arm}: {s.images if s.images is not None else '?'} images, "
+                         f"{s.denoising_steps if s.denoising_steps is not None else '?'} denoising steps")
     unknown = [a for a, n in plan.images.items() if n is None]
     if unknown:
         lines.append(f"n(arm) is unknown until the manifests exist: {', '.join(unknown)}")

@@ -54,6 +54,7 @@ from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
 from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
+from scoreaudit.runtime.generation import is_generated, materialise
 from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, imageless, load_manifest
 from scoreaudit.runtime.memo import Capture, Memos, arm_key as memo_arm_key, replay
 from scoreaudit.runtime.measure_steps import MeasureSpec, empty_mask_names, measure_specs
@@ -103,13 +104,15 @@ def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[st
     return out
 
 
-def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None) -> dict[str, ManifestResult]:
+def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None,
+                   trusted: set[str] = frozenset()) -> dict[str, ManifestResult]:
     """Read and check every arm's manifest; raise every E07xx problem at once, before any work.
 
     `root`: files must lie below it (E0707); None allows any path (`run --allow-outside`).
+    `trusted`: arms whose files the run wrote itself (generated arms, in the output folder).
     """
     results = {name: load_manifest(arm, spec_dir, columns=required_columns(ir, arm),
-                                   on_error=ir.settings.on_error, root=root)
+                                   on_error=ir.settings.on_error, root=None if name in trusted else root)
                for name, arm in ir.arms.items()}
     diags = [d for r in results.values() for d in r.diagnostics]
     if has_errors(diags):
@@ -417,7 +420,14 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     work = arm_work(plan)
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
     root = None if allow_outside else spec_dir
-    manifests = load_manifests(ir, spec_dir, root)
+    generated: dict = {}
+    if any(is_generated(a) for a in ir.arms.values()):  # generated arms become images arms of their files
+        gen_dev = resolve_device(device, True)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        notes: list[str] = []
+        ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
+                                    device=gen_dev, note=notes.append)
+    manifests = load_manifests(ir, spec_dir, root, trusted=set(generated))
     pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
@@ -426,6 +436,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     cache = Cache(cache_path)
     log = RunLog(out_dir / "run.log")
     log.note(f"started {started}; device {dev}; cache {cache_path}; batch_size {ir.settings.batch_size}")
+    for line in (notes if generated else ()):
+        log.note(line)
     for d in pre.diagnostics:  # warnings only (errors stopped the run above): rows the audit does not use
         log.note(f"{d.severity}[{d.code}]: {d.message}" + "".join(f"; {n}" for n in d.notes))
     ctx = RunContext(ir=ir, cache=cache, log=log, tables=tables, progress=Progress(False), device=dev,
@@ -479,7 +491,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
            "scorers": {s.name: {"plugin": s.call.plugin, "version": s.call.version,
                                 "weights_sha256": weights.get(s.name)} for s in ir.scorers.values()},
            "counts": counts,
-           "precomputed": provenance(pre, manifest_provenance(ir, spec_dir))}
+           "precomputed": provenance(pre, manifest_provenance(ir, spec_dir)),
+           **({"generated": generated} if generated else {})}
     tmp = out_dir / "run.json.tmp"
     tmp.write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, out_dir / "run.json")

@@ -1,0 +1,179 @@
+"""Lower `template("... {gender} {job}", gender: [...], job: column(job, "data/jobs.csv"))`.
+
+A template is the `prompts:` value of a generated arm: its placeholders and
+factor arguments must match one to one, each factor is a list of levels or a
+`column(NAME, "file")` of a data file (read at run time). The result is the
+plain dict the `generate` arm's parameter model validates; nothing is read here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import string
+from pathlib import Path
+from typing import Any
+
+from scoreaudit.grammar import ast
+from scoreaudit.compiler.resolve import Sink
+from scoreaudit.compiler.values import number, text
+
+
+class BadPrompts(Exception):
+    """Reported already; the argument is left out of validation."""
+
+
+def placeholders(template: str) -> list[str] | None:
+    """The `{name}` fields of a template in order of first use; None when its braces are malformed."""
+    try:
+        fields = [f for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError:
+        return None
+    if any(not f.isidentifier() for f in fields):
+        return None
+    return list(dict.fromkeys(fields))
+
+
+def _level(v: Any) -> str | None:
+    if isinstance(v, ast.String):
+        return v.value
+    if isinstance(v, (ast.Name, ast.Ident)):
+        return v.name
+    if isinstance(v, ast.Number):
+        n = number(v)
+        return str(int(n)) if float(n).is_integer() else str(n)
+    return None
+
+
+def _factor(arg: ast.Arg, sink: Sink) -> list[str] | dict[str, str]:
+    v = arg.value
+    if isinstance(v, ast.ListValue):
+        levels = [_level(item) for item in v.items]
+        if not levels or any(lv is None for lv in levels):
+            sink.emit("E0851", v, f"factor `{arg.name.name}` of template(...) must list its levels as "
+                                  "names, strings or numbers",
+                      'write e.g. `gender: ["man", "woman"]`')
+            raise BadPrompts
+        if len(set(levels)) != len(levels):
+            sink.emit("E0851", v, f"factor `{arg.name.name}` of template(...) repeats a level",
+                      "list each level once")
+            raise BadPrompts
+        return levels
+    if (isinstance(v, ast.Call) and v.func.name == "column" and len(v.args) == 2
+            and all(a.name is None for a in v.args) and isinstance(v.args[0].value, (ast.Name, ast.Ident))
+            and isinstance(v.args[1].value, ast.String)):
+        return {"column": v.args[0].value.name, "file": v.args[1].value.value}
+    sink.emit("E0851", v, f"factor `{arg.name.name}` of template(...) must be a list of levels or "
+                          f"`column(NAME, \"file.csv\")`, not `{text(v)}`",
+              'write e.g. `job: column(job, "data/jobs.csv")`')
+    raise BadPrompts
+
+
+def lower_template(call: ast.Call, sink: Sink) -> dict[str, Any]:
+    """`template(...)` → {"template": str, "factors": {name: levels | {column, file}}} (E0850, E0851)."""
+    if call.func.name != "template":
+        sink.emit("E0850", call, f"`prompts:` takes a file name or `template(...)`, not `{call.func.name}(...)`",
+                  'write `prompts: "prompts.txt"` or `prompts: template("a photo of a {job}", job: [...])`')
+        raise BadPrompts
+    pos = [a for a in call.args if a.name is None]
+    named = [a for a in call.args if a.name is not None]
+    if len(pos) != 1 or not isinstance(pos[0].value, ast.String):
+        sink.emit("E0850", call, "template(...) takes the prompt text as its one positional argument (a string)",
+                  'write e.g. `template("a portrait photo of a {gender} {job}", gender: [...], job: [...])`')
+        raise BadPrompts
+    tmpl = pos[0].value.value
+    fields = placeholders(tmpl)
+    if fields is None:
+        sink.emit("E0850", pos[0].value, "the template's braces are malformed: placeholders are `{name}`",
+                  "write each placeholder as `{factor}` and double literal braces (`{{`)")
+        raise BadPrompts
+    factors: dict[str, Any] = {}
+    ok = True
+    for a in named:
+        if a.name.name in factors:
+            sink.emit("E0851", a, f"factor `{a.name.name}` of template(...) is given twice", "keep one of them")
+            ok = False
+            continue
+        if a.name.name not in fields:
+            sink.emit("E0851", a.name, f"factor `{a.name.name}` does not appear in the template text",
+                      f"add `{{{a.name.name}}}` to the text, or remove the factor")
+            ok = False
+            continue
+        try:
+            factors[a.name.name] = _factor(a, sink)
+        except BadPrompts:
+            ok = False
+    missing = [f for f in fields if f not in factors and f not in {a.name.name for a in named}]
+    for f in missing:
+        sink.emit("E0851", pos[0].value, f"placeholder `{{{f}}}` of the template has no factor",
+                  f"add `{f}: [...]` to template(...)")
+        ok = False
+    if not ok:
+        raise BadPrompts
+    return {"template": tmpl, "factors": factors}
+
+
+# ---------------------------------------------------------------- expansion (plan and run)
+
+class PromptsError(Exception):
+    """A prompts file or a template's column file cannot be read; the message names it."""
+
+
+def _column_values(path: Path, column: str) -> list[str]:
+    """Distinct non-empty values of `column` of a CSV/TSV file, in order of first appearance."""
+    rows = _table_rows(path)
+    if rows and column not in rows[0]:
+        raise PromptsError(f"'{path.name}' has no column '{column}' (it has: {', '.join(rows[0])})")
+    return list(dict.fromkeys(r[column].strip() for r in rows if (r.get(column) or "").strip()))
+
+
+def _table_rows(path: Path) -> list[dict[str, str]]:
+    try:
+        text_ = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PromptsError(f"cannot read '{path}': {exc}") from None
+    delim = "\t" if path.suffix.lower() == ".tsv" else ","
+    return list(csv.DictReader(io.StringIO(text_), delimiter=delim))
+
+
+def expand_prompts(prompts: Any, base: Path) -> list[dict[str, Any]]:
+    """The generated arm's prompts: [{"prompt", "set", "factors": {name: level}}] in a stable order.
+
+    A file gives one prompt per line (.txt) or per row of its `prompt` column
+    (.csv/.tsv), each its own set; a template gives every combination of its
+    factor levels (first factor slowest), all in set 0 (a counterfactual set).
+    """
+    if isinstance(prompts, str):
+        path = base / prompts
+        if path.suffix.lower() in (".csv", ".tsv"):
+            rows = _table_rows(path)
+            if rows and "prompt" not in rows[0]:
+                raise PromptsError(f"prompts file '{prompts}' has no 'prompt' column")
+            texts = [r["prompt"].strip() for r in rows if (r.get("prompt") or "").strip()]
+        else:
+            try:
+                texts = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            except (OSError, UnicodeDecodeError) as exc:
+                raise PromptsError(f"cannot read prompts file '{prompts}': {exc}") from None
+        return [{"prompt": t, "set": i, "factors": {}} for i, t in enumerate(texts)]
+    levels: dict[str, list[str]] = {}
+    for name, spec in prompts["factors"].items():
+        if isinstance(spec, dict):
+            vals = _column_values(base / spec["file"], spec["column"])
+            if not vals:
+                raise PromptsError(f"column '{spec['column']}' of '{spec['file']}' has no values")
+            levels[name] = vals
+        else:
+            levels[name] = [str(v) for v in spec]
+    names = list(levels)
+    out = []
+    for combo in itertools.product(*(levels[n] for n in names)):
+        f = dict(zip(names, combo))
+        out.append({"prompt": prompts["template"].format(**f), "set": 0, "factors": f})
+    return out
+
+
+def seed_list(seeds: Any) -> list[int]:
+    """`seeds: 5` means 0..4; a list is taken as written."""
+    return list(range(int(seeds))) if isinstance(seeds, int) else [int(s) for s in seeds]

@@ -1,0 +1,325 @@
+"""Generated arms: run a diffusers pipeline once per (prompt, seed) and hand the images on as an `images` arm.
+
+Every image is a content-addressed file in the generation store next to the
+cache (`CACHE.generated/`), keyed by the pipeline's identity (Hugging Face
+snapshot commit, or a digest of a local folder's files), scheduler, prompt,
+negative prompt, seed, steps, guidance, size and dtype. A PNG is committed by
+an atomic rename, so a run killed at any moment resumes and regenerates only
+what was not committed. The run's output gets `generated/ARM/*.png` and a
+`manifest.csv` (id, path, prompt, seed, cluster, factors), which an
+`images(...)` arm can audit again later. torch and diffusers are imported
+only when an image has to be made.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
+from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+from scoreaudit.diagnostics import Diagnostic, DiagnosticError
+from scoreaudit.plugins.base import ScorerUnavailable
+
+GEN_KEY_VERSION = "1"
+#: files whose bytes identify a pipeline folder (configs are hashed whole, weights by a digest of their bytes)
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+
+
+class GenerationUnavailable(ScorerUnavailable):
+    """A generated arm cannot run here (no diffusers/torch, pipeline files missing); exit 3."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One image to generate: its id, prompt row, seed and content key."""
+
+    id: str
+    prompt: str
+    seed: int
+    cluster: str
+    factors: dict
+    key: str
+
+
+def is_generated(arm: ArmIR) -> bool:
+    return arm.call.plugin == "generate"
+
+
+def sizes(params: dict) -> tuple[int, int]:
+    s = params.get("size", 512)
+    return (int(s), int(s)) if isinstance(s, int) else (int(s[0]), int(s[1]))
+
+
+def _error(arm: str, message: str, help: str | None = None, code: str = "E0852") -> DiagnosticError:
+    return DiagnosticError([Diagnostic(code, "error", f"arm '{arm}': {message}", None, help)])
+
+
+def _file_digest(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def _folder_identity(folder: Path) -> str:
+    """sha256 over every file's relative path and content digest (weights included): the weights' identity."""
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file() and not q.name.startswith(".")):
+        h.update(str(p.relative_to(folder)).encode("utf-8") + b"\0" + _file_digest(p).encode("ascii") + b"\0")
+    return h.hexdigest()
+
+
+def _missing_files(folder: Path) -> list[str]:
+    """What `from_pretrained` will not find: model_index.json, and each component's config and weights."""
+    index = folder / "model_index.json"
+    if not index.is_file():
+        return ["model_index.json"]
+    try:
+        comps = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ["model_index.json (unreadable)"]
+    missing = []
+    for name, spec in comps.items():
+        if name.startswith("_") or not isinstance(spec, list) or spec[0] is None:
+            continue
+        sub = folder / name
+        if not sub.is_dir():
+            missing.append(f"{name}/")
+            continue
+        files = [q.name for q in sub.iterdir()]
+        if name in ("unet", "vae", "text_encoder", "text_encoder_2", "transformer", "prior") and not any(
+                f.endswith(_WEIGHT_SUFFIXES) for f in files):
+            missing.append(f"{name}/ weights (*.safetensors)")
+        if not any(f.endswith(".json") or f.endswith(".txt") or f.endswith(".model") for f in files):
+            missing.append(f"{name}/ config")
+    return missing
+
+
+def locate_pipeline(arm: str, params: dict, spec_dir: Path) -> tuple[Path, str]:
+    """(folder, identity): a local folder relative to the spec, or a snapshot already in the HF cache."""
+    name = params["pipeline"]
+    local = spec_dir / name
+    if local.is_dir():
+        missing = _missing_files(local)
+        if missing:
+            raise GenerationUnavailable(f"arm '{arm}': pipeline folder '{name}' lacks {', '.join(missing)} "
+                                        "(save it with `pipeline.save_pretrained(folder)`)")
+        return local, "sha256:" + _folder_identity(local)
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:
+        raise GenerationUnavailable(f"arm '{arm}': generated arms need the generate extra ({exc.name}): "
+                                    "pip install 'scoreaudit[generate]'") from None
+    try:
+        folder = Path(snapshot_download(name, revision=params.get("revision"), local_files_only=True))
+    except Exception as exc:  # not cached (LocalEntryNotFoundError), bad id (HFValidationError)
+        raise GenerationUnavailable(
+            f"arm '{arm}': pipeline '{name}' is neither a folder under the spec's folder nor in the Hugging Face "
+            f"cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it beforehand with "
+            f"`huggingface-cli download {name}` or `DiffusionPipeline.from_pretrained(...).save_pretrained(DIR)`"
+        ) from None
+    missing = _missing_files(folder)
+    if missing:
+        raise GenerationUnavailable(f"arm '{arm}': the cached snapshot of '{name}' lacks {', '.join(missing)}; "
+                                    f"download them with `huggingface-cli download {name}`")
+    return folder, "hf:" + name + "@" + folder.name
+
+
+def jobs_for(arm: ArmIR, spec_dir: Path, identity: str, dtype: str) -> list[Job]:
+    """Every (prompt, seed) of the arm with its content key; ids are stable (`p0003_s1`)."""
+    p = arm.call.params
+    try:
+        rows = expand_prompts(p["prompts"], spec_dir)
+    except PromptsError as exc:
+        raise _error(arm.name, str(exc), "prompts files are relative to the spec's folder", code="E0852") from None
+    if not rows:
+        raise _error(arm.name, "no prompts", "add prompts to the file or levels to the template", code="E0852")
+    h, w = sizes(p)
+    out = []
+    for i, row in enumerate(rows):
+        for seed in seed_list(p.get("seeds", 1)):
+            payload = json.dumps({"v": GEN_KEY_VERSION, "pipeline": identity, "scheduler": p.get("scheduler"),
+                                  "prompt": row["prompt"], "negative_prompt": p.get("negative_prompt"),
+                                  "seed": seed, "steps": p.get("steps"), "guidance": p.get("guidance"),
+                                  "size": [h, w], "dtype": dtype}, sort_keys=True)
+            cluster = f"s{seed}" if not isinstance(p["prompts"], str) else f"p{row['set']:04d}"
+            out.append(Job(f"p{i:04d}_s{seed}", row["prompt"], seed, cluster, dict(row["factors"]),
+                           hashlib.sha256(payload.encode("utf-8")).hexdigest()))
+    return out
+
+
+def _dtype_name(params: dict, device: str) -> str:
+    d = params.get("dtype", "auto")
+    if d == "auto":
+        return "float16" if device.startswith("cuda") else "float32"
+    return d
+
+
+class Generator:
+    """Loads the pipeline lazily (only when some image is not in the store) and makes batches of images."""
+
+    def __init__(self, arm: str, params: dict, folder: Path, device: str, dtype: str) -> None:
+        self.arm, self.params, self.folder, self.device, self.dtype = arm, params, folder, device, dtype
+        self.pipe = None
+
+    def _load(self):
+        try:
+            import torch
+            import diffusers
+        except ImportError as exc:
+            raise GenerationUnavailable(f"arm '{self.arm}': generated arms need the generate extra ({exc.name}): "
+                                        "pip install 'scoreaudit[generate]'") from None
+        import warnings
+
+        diffusers.utils.logging.set_verbosity_error()  # load chatter (accelerate hints, progress bars)
+        diffusers.utils.logging.disable_progress_bar()
+        try:
+            import transformers
+
+            transformers.utils.logging.set_verbosity_error()
+            transformers.utils.logging.disable_progress_bar()
+        except (ImportError, AttributeError):
+            pass
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # `torch_dtype` is renamed `dtype` in new releases
+                pipe = diffusers.DiffusionPipeline.from_pretrained(
+                    str(self.folder), local_files_only=True, torch_dtype=getattr(torch, self.dtype))
+        except (OSError, ValueError) as exc:
+            raise GenerationUnavailable(f"arm '{self.arm}': cannot load pipeline '{self.params['pipeline']}': "
+                                        f"{exc}") from None
+        sched = self.params.get("scheduler")
+        if sched:
+            cls = getattr(diffusers, sched, None)
+            if cls is None or not hasattr(cls, "from_config"):
+                raise _error(self.arm, f"unknown scheduler '{sched}'",
+                             "name a diffusers scheduler class, e.g. DDIMScheduler or EulerDiscreteScheduler",
+                             code="E0853")
+            pipe.scheduler = cls.from_config(pipe.scheduler.config)
+        pipe = pipe.to(self.device)
+        pipe.set_progress_bar_config(disable=True)
+        self.pipe = pipe
+
+    def __call__(self, jobs: list[Job]) -> list[bytes]:
+        """PNG bytes for each job; each image's noise comes from its own seed, so batching does not change it."""
+        import numpy as np
+        import torch
+        from PIL import Image
+
+        if self.pipe is None:
+            self._load()
+        h, w = sizes(self.params)
+        gens = [torch.Generator("cpu").manual_seed(j.seed) for j in jobs]
+        kwargs: dict[str, Any] = dict(prompt=[j.prompt for j in jobs], num_inference_steps=int(self.params["steps"]),
+                                      guidance_scale=float(self.params["guidance"]), height=h, width=w,
+                                      generator=gens, output_type="np")
+        if self.params.get("negative_prompt"):
+            kwargs["negative_prompt"] = [self.params["negative_prompt"]] * len(jobs)
+        # the initial noise is drawn per image on the CPU from its seed, then moved to the device
+        latents = self._latents(gens, h, w)
+        if latents is not None:
+            kwargs["latents"] = latents
+        with torch.inference_mode():
+            images = self.pipe(**kwargs).images
+        out = []
+        for arr in np.asarray(images):
+            buf = io.BytesIO()
+            Image.fromarray((np.clip(arr, 0, 1) * 255).round().astype(np.uint8)).save(buf, format="PNG")
+            out.append(buf.getvalue())
+        return out
+
+    def _latents(self, gens, h: int, w: int):
+        import torch
+
+        pipe = self.pipe
+        unet = getattr(pipe, "unet", None)
+        scale = getattr(pipe, "vae_scale_factor", None)
+        if unet is None or scale is None:
+            return None  # transformer pipelines draw their own noise from the generators
+        shape = (unet.config.in_channels, h // scale, w // scale)
+        noise = torch.stack([torch.randn(shape, generator=g, dtype=torch.float32) for g in gens])
+        return noise.to(device=self.device, dtype=getattr(torch, self.dtype))
+
+
+def store_path(store: Path, key: str) -> Path:
+    return store / key[:2] / f"{key}.png"
+
+
+def _commit(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, device: str,
+                 note: Callable[[str], None] = lambda s: None,
+                 make: Callable[..., Generator] = Generator) -> tuple[ArmIR, dict]:
+    """Make (or reuse) every image of a generated arm; returns the equivalent `images` arm and counts."""
+    p = dict(arm.call.params)
+    folder, identity = locate_pipeline(arm.name, p, spec_dir)
+    dtype = _dtype_name(p, device)
+    jobs = jobs_for(arm, spec_dir, identity, dtype)
+    todo = [j for j in jobs if not store_path(store, j.key).is_file()]
+    note(f"generate {arm.name}: {len(jobs)} images, {len(jobs) - len(todo)} from the store, {len(todo)} new "
+         f"(pipeline {identity[:60]}, dtype {dtype})")
+    gen = make(arm.name, p, folder, device, dtype)
+    bs = int(p.get("batch_size", 1))
+    for i in range(0, len(todo), bs):
+        batch = todo[i:i + bs]
+        for j, png in zip(batch, gen(batch)):
+            _commit(store_path(store, j.key), png)  # committed one by one: a kill loses at most a batch
+    dest = out_dir / "generated" / arm.name
+    dest.mkdir(parents=True, exist_ok=True)
+    factors = list(arm.factors)
+    buf = io.StringIO()
+    wr = csv.writer(buf, lineterminator="\n")
+    wr.writerow(["id", "path", "prompt", "seed", "cluster", *factors, "key"])
+    for j in jobs:
+        target = dest / f"{j.id}.png"
+        tmp = target.with_suffix(".png.tmp")
+        shutil.copyfile(store_path(store, j.key), tmp)
+        os.replace(tmp, target)
+        wr.writerow([j.id, target.name, j.prompt, j.seed, j.cluster, *(j.factors.get(f, "") for f in factors),
+                     j.key])
+    tmp = dest / "manifest.csv.tmp"
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, dest / "manifest.csv")
+    images = ArmIR(name=arm.name, source="images", kind=arm.kind, cluster="cluster", factors=arm.factors,
+                   call=PluginCall(plugin="images", version="1",
+                                   params={"folder": str(dest.resolve()), "manifest": str((dest / "manifest.csv").resolve()),
+                                           "kind": arm.kind, "cluster": "cluster", "factors": factors,
+                                           "id": "id", "path": "path", "prompt": "prompt",
+                                           "on_error": p.get("on_error")}))
+    return images, {"images": len(jobs), "generated": len(todo), "reused": len(jobs) - len(todo),
+                    "pipeline": identity, "dtype": dtype}
+
+
+def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
+                note: Callable[[str], None] = lambda s: None) -> tuple[AuditIR, dict]:
+    """The IR with every generated arm replaced by the `images` arm of its generated files."""
+    gen = {n: a for n, a in ir.arms.items() if is_generated(a)}
+    if not gen:
+        return ir, {}
+    store = cache_path.with_name(cache_path.name + ".generated")
+    arms = dict(ir.arms)
+    info = {}
+    for name, arm in gen.items():
+        arms[name], info[name] = generate_arm(arm, spec_dir=spec_dir, out_dir=out_dir, store=store,
+                                              device=device, note=note)
+    return ir.model_copy(update={"arms": arms}), info
