@@ -321,7 +321,7 @@ CATALOGUE: tuple[Code, ...] = (
        "schema).", "Move the file away or pass another `--cache PATH`."),
     # E08xx: precomputed score and measure tables (spec/precomputed.md)
     *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("E")),
-    # E0850–E0899: generated arms and probes (spec/generation.md)
+    # generated arms and probes (spec/generation.md): codes from 850 to 899
     Code("E0850", "bad template", "`prompts:` of a generated arm is a call other than `template(...)`, or the "
          "template's text is missing, not a string, or has malformed braces.",
          'Write `prompts: "prompts.txt"` or `prompts: template("a photo of a {job}", job: [...])`.',

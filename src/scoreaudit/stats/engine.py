@@ -24,6 +24,7 @@ from scoreaudit.stats.context import TABLES, StatContext
 from scoreaudit.stats.estimate import Estimate
 from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome
 from scoreaudit.stats.sentences import cell_sentence as sentence
+from scoreaudit.stats.seeds import seed_robustness
 from scoreaudit.stats.provenance import clean, environment, lock_info, plan_info, read_json, spec_info
 from scoreaudit.stats.validity import validations as _validations
 from scoreaudit.stats.verdicts import verdicts as _verdicts
@@ -269,6 +270,7 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
     ctx = StatContext(ir, tables)
     cells = evaluate_cells(ctx, ir.cells(), progress=progress)
     robustness(ir, tables, cells, progress=progress)
+    seed_robustness(ctx, ir.cells(), cells)  # generated arms: the estimate on each generation seed alone
     vals = _validations(ctx)
     verd = _verdicts(ctx, vals)
     qualify(cells, verd)
