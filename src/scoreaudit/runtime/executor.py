@@ -421,6 +421,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
     root = None if allow_outside else spec_dir
     generated: dict = {}
+    spec_ir = ir  # the bundle keeps the spec's IR (generated arms as written), not the run's stand-in arms
     if any(is_generated(a) for a in ir.arms.values()):  # generated arms become images arms of their files
         gen_dev = resolve_device(device, True)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -431,7 +432,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
-    _write_inputs(ir, plan, spec_path, out_dir)
+    _write_inputs(spec_ir, plan, spec_path, out_dir)
     tables = Tables()
     cache = Cache(cache_path)
     log = RunLog(out_dir / "run.log")

@@ -63,6 +63,8 @@ def _first_image(ir, spec_dir: Path, root: Path | None):
 
     evaluator = RegionEvaluator(ir.regions) if ir.regions else None
     for arm in _arm_order(ir):
+        if arm.call.plugin == "generate":  # its images are in the bundle, not under the spec's folder
+            continue
         result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), root=root, probe=False)
         for record in result.records[:5]:
             d = decode_record(record, result.max_pixels)
