@@ -271,7 +271,8 @@ def arms_pass(module: ast.Module, st: State) -> None:
             prompts = p.get("prompts")
             factors = tuple(prompts["factors"]) if isinstance(prompts, dict) else ()
             st.arms[d.name.name] = ir.ArmIR(name=d.name.name, call=plugin_call(bound), source="images",
-                                            kind=p.get("kind", "synthetic"), cluster="cluster", factors=factors)
+                                            kind=p.get("kind", "synthetic"), cluster="cluster", factors=factors,
+                                            label=d.label.value if d.label is not None else None)
             continue
         strata = p.get("strata")
         strata = tuple(strata) if isinstance(strata, list) else ((strata,) if strata else ())

@@ -301,6 +301,7 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, dest / "manifest.csv")
     images = ArmIR(name=arm.name, source="images", kind=arm.kind, cluster="cluster", factors=arm.factors,
+                   label=arm.label,
                    call=PluginCall(plugin="images", version="1",
                                    params={"folder": str(dest.resolve()), "manifest": str((dest / "manifest.csv").resolve()),
                                            "kind": arm.kind, "cluster": "cluster", "factors": factors,
