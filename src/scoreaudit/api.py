@@ -35,7 +35,13 @@ class Checked:
 
 
 def read_source(path: str | Path) -> str:
-    return Path(path).read_text(encoding="utf-8")
+    """A spec's text: a regular UTF-8 file (a directory, FIFO or other encoding is refused with a message)."""
+    from scoreaudit.safeio import UnsafePath, read_regular
+
+    try:
+        return read_regular(path).decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UnsafePath(f"{path} is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8") from None
 
 
 def parse(source: str, path: str = "<input>"):
@@ -128,6 +134,9 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     results = analyse(out, progress=progress)
     if render_report:
         render(out)
+    from scoreaudit.reports.manifest import write_manifest
+
+    write_manifest(out)  # sha256 of every file of the bundle, checked by `verify`
     return results
 
 
@@ -229,11 +238,32 @@ def verify(bundle: str | Path) -> list[str]:
     return _verify(Path(bundle))
 
 
-def lock(path: str | Path) -> Path:
-    """Pre-register a spec: write FILE.lock."""
+def verify_bundle(bundle: str | Path) -> tuple[list[str], list[str]]:
+    """(mismatches, unchecked): `verify`, plus what could not be checked here (a PDF without pdftotext)."""
+    from scoreaudit.reports.verify import verify_bundle as _verify_bundle
+
+    return _verify_bundle(Path(bundle))
+
+
+def lock(path: str | Path, after_scoring: bool = False) -> Path:
+    """Pre-register a spec: write FILE.lock (refused with LockRefused when its scores exist, unless after_scoring)."""
     from scoreaudit.reports.lock import write_lock
 
-    return write_lock(Path(path))
+    return write_lock(Path(path), after_scoring=after_scoring)
+
+
+def write_spec(path: str | Path, text: str) -> Path:
+    """Write a spec's text (`fmt --write`): temp file + rename, never half a file, never through a link."""
+    from scoreaudit.safeio import write_atomic
+
+    return write_atomic(path, text)
+
+
+def refused_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions meaning "not without an explicit flag" (lock after scoring): exit code 2."""
+    from scoreaudit.reports.lock import LockRefused
+
+    return (LockRefused,)
 
 
 def simulate(path: str | Path, reps: int = 200, truth=None, out=None, progress: bool = True,

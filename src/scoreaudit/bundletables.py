@@ -178,9 +178,15 @@ def rows_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None 
 
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Fixed settings and no metadata; written to a temporary file, then renamed into place."""
+    from scoreaudit.safeio import temp_path
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table.replace_schema_metadata(None), tmp, compression="zstd", compression_level=3,
-                   use_dictionary=True, write_statistics=True, version="2.6",
-                   data_page_version="1.0", store_schema=False)
-    os.replace(tmp, path)
+    tmp = temp_path(path)  # beside the target, then renamed over it: a link at `path` is replaced, not followed
+    try:
+        pq.write_table(table.replace_schema_metadata(None), tmp, compression="zstd", compression_level=3,
+                       use_dictionary=True, write_statistics=True, version="2.6",
+                       data_page_version="1.0", store_schema=False)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from scoreaudit import api, version
-from scoreaudit.diagnostics import DiagnosticError, render_all, to_json
+from scoreaudit.diagnostics import DiagnosticError, render_all, safe_text, to_json
 from scoreaudit.exitcodes import Exit, epilog
 
 OUTCOMES = ("supported", "refuted", "inconclusive")
@@ -34,11 +35,16 @@ def cmd_check(args) -> int:
     status = Exit.OK
     all_diags = []
     for f in args.files:
-        if not Path(f).is_file():
-            _err(f"error: no such file: {f}")
+        if not Path(f).exists():
+            _err(f"error: no such file: {safe_text(f)}")
             status = max(status, Exit.IO) if status != Exit.SPEC else status
             continue
-        checked = api.check(f, allow_outside=args.allow_outside, environment=True)
+        try:
+            checked = api.check(f, allow_outside=args.allow_outside, environment=True)
+        except OSError as e:  # a folder, a FIFO, not UTF-8, unreadable: one line, then the next file
+            _err(_os_message(e))
+            status = max(status, Exit.IO) if status != Exit.SPEC else status
+            continue
         all_diags.extend(checked.diagnostics)
         if args.format == "text" and checked.diagnostics:
             _err(render_all(checked.diagnostics, checked.source))
@@ -65,7 +71,7 @@ def cmd_plan(args) -> int:
             data["cache"] = status
         print(json.dumps(data, indent=2))
     else:
-        print(api.plan_text(plan, status))
+        print(safe_text(api.plan_text(plan, status), keep_newlines=True))
     return Exit.OK
 
 
@@ -84,7 +90,7 @@ def cmd_fmt(args) -> int:
                 status = Exit.SPEC
         elif args.write:
             if out != source:
-                Path(f).write_text(out, encoding="utf-8")
+                api.write_spec(f, out)  # temp file + rename: never half a spec
         else:
             sys.stdout.write(out)
     return status
@@ -193,23 +199,28 @@ def cmd_run(args) -> int:
 
 def cmd_report(args) -> int:
     for p in api.render(args.dir, formats=args.formats.split(",") if args.formats else None):
-        print(p)
+        print(safe_text(str(p)))
     return Exit.OK
 
 
 def cmd_verify(args) -> int:
-    mismatches = api.verify(args.dir)
+    mismatches, unchecked = api.verify_bundle(args.dir)
     if mismatches:
         for m in mismatches:
-            _err(f"mismatch: {m}")
+            _err(f"mismatch: {safe_text(m)}")
         _err(f"verify failed: {len(mismatches)} mismatch(es)")
         return Exit.MISMATCH
-    print(f"ok: every number in {args.dir} recomputes from its tables")
+    if unchecked:  # never a silent pass: what could not be checked here is said, with its own exit code
+        for u in unchecked:
+            _err(f"not checked: {u}")
+        _err(f"verify incomplete: every other number and file in {safe_text(args.dir)} checks out")
+        return Exit.ENVIRONMENT
+    print(f"ok: every number in {safe_text(args.dir)} recomputes from its tables and every file matches manifest.json")
     return Exit.OK
 
 
 def cmd_lock(args) -> int:
-    print(f"locked: {api.lock(args.file)}")
+    print(f"locked: {safe_text(str(api.lock(args.file, after_scoring=args.after_scoring)))}")
     return Exit.OK
 
 
@@ -321,8 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
     s.set_defaults(func=cmd_verify)
 
-    s = command("lock", "pre-register: write FILE.lock (spec and hypotheses hashes, UTC time)")
+    s = command("lock", "pre-register: write FILE.lock (every outcome-changing item, UTC time)")
     s.add_argument("file", metavar="FILE", help=".audit file to lock")
+    s.add_argument("--after-scoring", action="store_true",
+                   help="lock although scores of the spec exist already (recorded: the report says so)")
     s.set_defaults(func=cmd_lock)
 
     s = command("simulate", "design diagnosis with planted scorers: power, false-positive rate, CI coverage")
@@ -349,24 +362,66 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+IO_CODES = frozenset({"E0720", "E0730"})  # diagnostics about unusable files rather than the spec
+
+
+def _os_message(e: OSError) -> str:
+    """One line for an OSError: the path and the reason (a refused path carries its own sentence)."""
+    if getattr(e, "message", None):  # safeio.UnsafePath: not a regular file, not UTF-8, a link ...
+        return f"error: {safe_text(str(e))}"
+    if isinstance(e, FileNotFoundError):
+        return f"error: no such file or folder: {safe_text(str(e.filename or e))}"
+    where = f"{safe_text(str(e.filename))}: " if getattr(e, "filename", None) else ""
+    hint = {PermissionError: " (check the permissions, or choose another place with --out / --cache)",
+            IsADirectoryError: " (a file was expected)"}.get(type(e), "")
+    return f"error: {where}{e.strerror or e or type(e).__name__}{hint}"
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: send what is left to /dev/null, so exiting prints no second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def _dispatch(args) -> int:
     """Run one subcommand; each kind of failure a user can cause is one line and its documented code."""
+    import sqlite3
+
     try:
         return int(args.func(args) or 0)
     except DiagnosticError as e:
         _err(str(e))
-        return int(Exit.SPEC)
+        # the cache file or a data file cannot be used: an I/O problem, not an error in the spec
+        io_only = e.diagnostics and all(d.code in IO_CODES for d in e.diagnostics if d.is_error)
+        return int(Exit.IO if io_only else Exit.SPEC)
     except UsageError as e:
         _err(f"error: {e}")
+        return int(Exit.USAGE)
+    except api.refused_errors() as e:
+        _err(f"error: {safe_text(str(e))}")
         return int(Exit.USAGE)
     except api.unavailable_errors() as e:
         _err(f"error: {e}")
         return int(Exit.ENVIRONMENT)
     except api.bundle_errors() as e:
-        _err(f"error: {e}")
+        _err(f"error: {safe_text(str(e))}")
         return int(Exit.IO)
-    except FileNotFoundError as e:
-        _err(f"error: no such file or folder: {e.filename or e}")
+    except BrokenPipeError:  # the reader went away (`scoreaudit plan --json | head`)
+        _quiet_stdout()
+        _err("error: output closed before everything was written (broken pipe)")
+        return int(Exit.IO)
+    except UnicodeDecodeError as e:
+        _err(f"error: a file is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8")
+        return int(Exit.IO)
+    except sqlite3.DatabaseError as e:
+        _err(f"error: the score cache cannot be read ({e}); delete the cache file (by default "
+             ".scoreaudit/cache.sqlite next to the spec) or give another with --cache, then run again")
+        return int(Exit.IO)
+    except OSError as e:  # missing, a folder, not a regular file, unwritable, a link: one line
+        _err(_os_message(e))
         return int(Exit.IO)
     except KeyboardInterrupt:
         _err("interrupted")
@@ -375,7 +430,12 @@ def _dispatch(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return _dispatch(args)
+    status = _dispatch(args)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # closed while flushing what the command printed last
+        _quiet_stdout()
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

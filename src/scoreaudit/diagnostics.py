@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Literal, Sequence
 
@@ -72,30 +73,69 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def render(d: Diagnostic, source: str | None = None) -> str:
-    """`path:line:col: error[E0201]: message`, the source line, carets, help."""
-    loc = d.path or "<input>"
+# C0/C1 controls (tab and newline aside), DEL, line/paragraph separators and bidi overrides: text from
+# data or a spec that a terminal would interpret (ANSI/OSC escapes) or that would start a new line.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: "re.Match[str]") -> str:
+    c = ord(m.group(0))
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def safe_text(text: str, keep_newlines: bool = False) -> str:
+    """`text` with control characters made visible (`\\x1b`), so data cannot drive the terminal.
+
+    Newlines become `\\n` too unless `keep_newlines` (for text the tool itself laid out).
+    """
+    text = _CONTROL.sub(_visible, str(text))
+    return text if keep_newlines else text.replace("\n", "\\n")
+
+
+def source_lines(source: str) -> list[str]:
+    """The source's lines as the parser counts them: split at '\\n' only (a trailing '\\r' dropped).
+
+    str.splitlines would also split at U+2028, U+2029, U+0085, VT, FF, FS, GS
+    and RS, which the parser treats as ordinary characters: the caret would
+    land on the wrong line.
+    """
+    return [line[:-1] if line.endswith("\r") else line for line in source.split("\n")]
+
+
+def render(d: Diagnostic, source: str | None = None, lines: Sequence[str] | None = None) -> str:
+    """`path:line:col: error[E0201]: message`, the source line, carets, help.
+
+    `lines` (from `source_lines`) saves splitting the source again for each
+    diagnostic; every user-derived piece of text is passed through `safe_text`.
+    """
+    loc = safe_text(d.path or "<input>")
     if d.span is not None:
         loc = f"{loc}:{d.span.line}:{d.span.column}"
-    out = [f"{loc}: {d.severity}[{d.code}]: {d.message}"]
-    if d.span is not None and source is not None:
-        lines = source.splitlines()
+    out = [f"{loc}: {d.severity}[{d.code}]: {safe_text(d.message)}"]
+    if d.span is not None and (lines is not None or source is not None):
+        if lines is None:
+            lines = source_lines(source or "")
         if 1 <= d.span.line <= len(lines):
             text = lines[d.span.line - 1]
             gutter = f"{d.span.line:>4} | "
-            out.append(gutter + text)
+            out.append(gutter + safe_text(text))
+            col = max(1, d.span.column)
             end_col = d.span.end_column if d.span.end_line == d.span.line else len(text) + 1
-            width = max(1, end_col - d.span.column)
-            out.append(" " * (len(gutter) + d.span.column - 1) + "^" * width)
+            prefix = safe_text(text[:col - 1])
+            width = max(1, len(safe_text(text[col - 1:max(col - 1, end_col - 1)])))
+            pad = "".join("\t" if ch == "\t" else " " for ch in prefix)
+            out.append(" " * len(gutter) + pad + "^" * width)
     for note in d.notes:
-        out.append(f"  = note: {note}")
+        out.append(f"  = note: {safe_text(note)}")
     if d.help:
-        out.append(f"  = help: {d.help}")
+        out.append(f"  = help: {safe_text(d.help)}")
     return "\n".join(out)
 
 
 def render_all(diags: Sequence[Diagnostic], source: str | None = None) -> str:
-    return "\n\n".join(render(d, source) for d in diags)
+    """Every diagnostic, the source split once (linear in the number of diagnostics)."""
+    lines = source_lines(source) if source is not None else None
+    return "\n\n".join(render(d, source, lines) for d in diags)
 
 
 def to_json(diags: Sequence[Diagnostic]) -> str:

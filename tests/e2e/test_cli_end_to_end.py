@@ -66,7 +66,7 @@ def test_data_outside_the_project_needs_a_flag(tmp_path, capsys):
     inner = tmp_path / "proj"
     inner.mkdir()
     make_demo_data.build(tmp_path / "shared", n_real=3, n_prompts=1)
-    (inner / "a.audit").write_text('''audit "outside" { version: 1 seed: 1 bootstrap: 50 }
+    (inner / "a.audit").write_text('''audit "outside" { version: 1 seed: 1 bootstrap: 100 }
 scorer sharp = sharpness()
 arm real = images("../shared/real", manifest: "../shared/real.csv", kind: real)
 hypothesis H1 "h" { curve(light) > 0 on real for each scorer }

@@ -340,7 +340,7 @@ def test_document_symbols(client):
 # ---------------------------------------------------------------- precomputed tables
 
 
-TABLE_SPEC = '''audit "Hole in the table" { version: 1 seed: 2 scale: raw bootstrap: 100 }
+TABLE_SPEC = '''audit "Hole in the table" { version: 1 seed: 2 scale: raw bootstrap: 1000 }
 scorer ir = precomputed()
 arm real = images("data/real", manifest: "data/real.csv", kind: real, cluster: group,
                   scores: "results/scores.csv")

@@ -76,16 +76,18 @@ def test_changed_added_removed_hypotheses_are_named(spec):
     spec.write_text(text)
     st = lock_status(spec, _ir(spec), first_score_at=LATER)
     assert st["status"] == "deviation"
-    assert st["deviations"] == [{"hypothesis": "H2", "change": "changed"}, {"hypothesis": "H5", "change": "removed"},
-                                {"hypothesis": "H7", "change": "added"}]
-    assert "H2 (changed)" in st["detail"]
+    assert [(d["hypothesis"], d["change"]) for d in st["deviations"]] == [
+        ("H2", "changed"), ("H5", "removed"), ("H7", "added")]
+    assert "hypothesis H2 (changed)" in st["detail"]
+    h2 = st["deviations"][0]
+    assert "0.05" in h2["locked"] and "0.1" in h2["current"]
 
 
 def test_changed_title_is_a_deviation(spec):
     write_lock(spec, now=EARLIER)
     spec.write_text(spec.read_text().replace("Scorers prefer the unaltered image", "Scorers like originals"))
     st = lock_status(spec, _ir(spec), first_score_at=LATER)
-    assert st["deviations"] == [{"hypothesis": "H1", "change": "changed"}]
+    assert [(d["item"], d["change"]) for d in st["deviations"]] == [("hypothesis H1", "changed")]
 
 
 def test_no_lock_or_late_lock_is_not_pre_registered(spec):
@@ -94,6 +96,7 @@ def test_no_lock_or_late_lock_is_not_pre_registered(spec):
     write_lock(spec, now="2026-11-30T00:00:00Z")
     st = lock_status(spec, _ir(spec), first_score_at="2026-11-29T10:00:00Z")
     assert st["status"] == "not pre-registered" and "postdates the first score" in st["detail"]
+    assert "Locked after scoring began" in st["detail"]
 
 
 def test_write_lock_rejects_a_spec_with_errors(tmp_path):

@@ -159,6 +159,37 @@ def _known_settings(settings, allowed: list[str], where: str, listing: str, st: 
     return nodes
 
 
+# setting → (valid?, what is valid, example): checked by `check`, so a bad value never reaches the run
+SETTING_RANGES: dict[str, tuple[Any, str, str]] = {
+    "alpha": (lambda v: 0 < v < 1, "between 0 and 1 (exclusive)", "0.05"),
+    "bootstrap": (lambda v: v >= 100, "at least 100 resamples", "2000"),
+    "batch_size": (lambda v: v >= 1, "at least 1", "16"),
+    "robustness": (lambda v: v >= 1, "at least 1", "1"),
+    "max_groups": (lambda v: v >= 1, "at least 1", "50"),
+    "min_real_clusters": (lambda v: v >= 1, "at least 1", "100"),
+    "max_leakage": (lambda v: 0 <= v <= 1, "a share between 0 and 1", "0.001"),
+    "seed": (lambda v: 0 <= v < 2 ** 64, "a non-negative integer below 2^64", "1"),
+}
+BOOTSTRAP_ADVISED = 1000
+
+
+def _setting_ranges(settings: ir.Settings, nodes: dict, st: State) -> None:
+    """E0251 for a setting outside its range; W0250 for fewer bootstrap resamples than advised."""
+    for key, (valid, what, example) in SETTING_RANGES.items():
+        node = nodes.get(key)
+        if node is None:
+            continue
+        value = getattr(settings, key)
+        if not valid(value):
+            st.sink.emit("E0251", node.value, f"setting `{key}: {text(node.value)}` is out of range: it must be {what}",
+                         f"write e.g. `{key}: {example}`")
+    node = nodes.get("bootstrap")
+    if node is not None and 100 <= settings.bootstrap < BOOTSTRAP_ADVISED:
+        st.sink.emit("W0250", node.value, f"`bootstrap: {settings.bootstrap}` resamples give unstable confidence "
+                     f"limits and p-values; at least {BOOTSTRAP_ADVISED} are advised",
+                     f"write `bootstrap: 2000` for the final run (fewer are fine for a quick look)")
+
+
 def settings_pass(module: ast.Module, st: State) -> None:
     blocks = [d for d in module.decls if isinstance(d, ast.AuditBlock)]
     if not blocks:
@@ -198,6 +229,8 @@ def settings_pass(module: ast.Module, st: State) -> None:
                 data.pop(key, None)
             if not bad or "title" in bad:
                 break
+    if ok and st.settings is not None:
+        _setting_ranges(st.settings, nodes, st)
     if ok and st.settings is not None and st.settings.version not in SUPPORTED_VERSIONS:
         node = nodes["version"]
         st.sink.emit("E0309", node.value, f"language version {st.settings.version} is not supported by this scoreaudit",
@@ -525,8 +558,25 @@ def hypotheses_pass(module: ast.Module, st: State) -> None:
             st.hypotheses.append(h)
 
 
+def titles_pass(module: ast.Module, st: State) -> None:
+    """E0252: a title holding a line break or control character (it would start a line in run.log, plan text)."""
+    from scoreaudit.diagnostics import safe_text
+
+    for d in module.decls:
+        titles = []
+        if isinstance(d, (ast.AuditBlock, ast.HypothesisDecl)):
+            titles.append(d.title)
+        if isinstance(d, ast.ReportDecl):
+            titles += [s.value for s in d.settings if s.key.name == "title" and isinstance(s.value, ast.String)]
+        for t in titles:
+            if safe_text(t.value) != t.value:
+                st.sink.emit("E0252", t, f"the title {safe_text(t.value)[:60]!s} holds a line break or control "
+                             "character", "write the title on one line, without control characters")
+
+
 PASSES = (
     collect,
+    titles_pass,
     settings_pass,
     scorers_pass,
     arms_pass,

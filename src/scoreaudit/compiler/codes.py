@@ -84,6 +84,9 @@ CATALOGUE: tuple[Code, ...] = (
        "Simplify the expression."),
     _g("E0110", "positional after named argument (syntax)", "A positional argument follows a `name: value` one.",
        "Put positional arguments first.", 'arm a = images(manifest: "m.csv", "data")'),
+    _g("E0120", "number out of range", "A number literal is too large for a 64-bit float (beyond ±1.8e308, e.g. "
+       "an integer of more than 308 digits).", "Write a number a 64-bit float can hold.",
+       'audit "x" { version: 1 seed: 1e400 }\n'),
     # ------------------------------------------------------------ E02 names and declarations
     Code("E0201", "duplicate name", "Two declarations share a name. Every declaration (scorer, arm, region, "
          "measure, covariate, operator, placebo, selection, hypothesis) lives in one namespace.",
@@ -110,6 +113,18 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0209", "region refers to itself", "A region is defined in terms of itself, directly (`region a = not a`) "
          "or through other regions or a plugin argument (`skin(within: skin)`).",
          "Define it from other regions.", "region inner = skin(within: outer)\nregion outer = not inner\n"),
+    Code("E0250", "column where a call belongs", "`column(x)` (a per-image manifest value) is written where a "
+         "plugin or statistic call belongs, e.g. as a claim.", "Name a statistic or plugin; `column(...)` only "
+         "gives a per-image value to a parameter such as `prompt:`.",
+         'hypothesis H1 "h" { column(x) on real for each scorer }\n'),
+    Code("E0252", "title with a line break", "A title (audit, hypothesis or report) holds a line break or another "
+         "control character; it would start a new line in text files and terminals.",
+         "Write the title on one line.", 'hypothesis H9 "two\\nlines" { fidelity_index(light) > 0 on real for each scorer }\n'),
+    Code("E0251", "setting out of range", "A setting of the audit block is outside its range: `alpha` must be "
+         "between 0 and 1, `bootstrap` at least 100, `batch_size`, `robustness`, `max_groups` and "
+         "`min_real_clusters` at least 1, `max_leakage` between 0 and 1, `seed` a non-negative integer below "
+         "2^64.", "Use a value in the range the message gives.",
+         'audit "x" { version: 1 seed: 1 alpha: 2 bootstrap: 0 }\n'),
     # ------------------------------------------------------------ E03 arguments and types
     Code("E0301", "unknown argument", "A call passes an argument its plugin does not take.",
          "Use the suggested name, or `scoreaudit describe PLUGIN` for its parameters.",
@@ -314,9 +329,13 @@ CATALOGUE: tuple[Code, ...] = (
     _r("E0705", "empty arm", "An arm has no rows, or every row was excluded.", "Check the manifest and the exclusions."),
     _r("E0706", "image unreadable or refused", "An image cannot be decoded, or is larger than `max_pixels` "
        "(with `on_error: fail`).", "Fix or remove the image, or use `on_error: skip`."),
-    _r("E0707", "path outside the project", "A manifest path leaves the spec's folder.",
-       "Keep data under the spec's folder."),
+    _r("E0707", "path outside the project", "A path the spec, a manifest or a table names (a manifest, an "
+       "image, a `mask(column:)` file, a `correlate(..., table:)` table) leaves the spec's folder, after "
+       "symbolic links are followed.", "Keep data under the spec's folder, or run with `--allow-outside`."),
     _r("E0708", "empty id or path", "A manifest row has no id or no path.", "Fill in the value or drop the row."),
+    _r("E0730", "data path is not a regular file", "A table a statistic reads (`correlate(..., table:)`) is a "
+       "folder, FIFO, device or cannot be read; only regular files are opened.",
+       "Name a regular table file."),
     _r("E0720", "cache file unusable", "The cache file is not a scoreaudit SQLite cache (another file, another "
        "schema).", "Move the file away or pass another `--cache PATH`."),
     # E08xx: precomputed score and measure tables (spec/precomputed.md)
@@ -336,6 +355,9 @@ CATALOGUE: tuple[Code, ...] = (
     _r("E0853", "unknown scheduler", "`scheduler:` of a generated arm names no diffusers scheduler class.",
        "Name a class such as `DDIMScheduler` or `EulerDiscreteScheduler`, or leave it out."),
     # ------------------------------------------------------------ warnings
+    Code("W0250", "few bootstrap resamples", "`bootstrap` is at least 100 but below 1000: confidence limits and "
+         "p-values move from run to run.", "Use `bootstrap: 2000` for the final run.",
+         'audit "x" { version: 1 seed: 1 bootstrap: 200 }\n'),
     Code("W0401", "identity dose added", "The doses omit the operator's identity; it is added because the "
          "unaltered image is always scored.", "Add the identity dose to the list.",
          "operator blur = gaussian_blur(region: skin) doses 1, 2, 4\n"),

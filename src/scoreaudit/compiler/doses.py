@@ -82,11 +82,13 @@ def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float
         sink.emit("E0402", doses, f"the dose range `{text(doses.start)}..{text(doses.stop)}` of {what} is empty "
                   "(it ends before it starts)", f"write `{doses.stop.text}..{doses.start.text} step {doses.step.text}`")
         return None
-    count = int(math.floor((stop - start) / step + 1e-9)) + 1
-    if count > MAX_DOSES:
-        sink.emit("E0402", doses, f"the dose range of {what} has {count} doses; at most {MAX_DOSES} are allowed",
+    ratio = (stop - start) / step
+    if not math.isfinite(ratio) or ratio + 1 > MAX_DOSES:
+        shown = f"{int(ratio) + 1:,}" if math.isfinite(ratio) and ratio < 1e15 else "too many"
+        sink.emit("E0402", doses, f"the dose range of {what} has {shown} doses; at most {MAX_DOSES} are allowed",
                   "use a larger step")
         return None
+    count = int(math.floor(ratio + 1e-9)) + 1
     return [(dose_key(start + k * step), doses) for k in range(count)]
 
 

@@ -58,6 +58,8 @@ def fmt_value(v) -> str:
 
 
 def fmt_call(c: ast.Call) -> str:
+    if isinstance(c, ast.Column):  # `column(x)` written where a call belongs: printed as written
+        return fmt_value(c)
     args = ", ".join(
         fmt_value(a.value) if a.name is None else f"{a.name.name}: {fmt_value(a.value)}" for a in c.args
     )

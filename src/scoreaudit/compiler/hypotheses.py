@@ -414,7 +414,7 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
         for a, node in arm_nodes.items():
             check_needs(low, a, node, st)
             for s in scorers:
-                if s in st.scorers:
+                if s in st.scorers and a in st.arms:  # an arm with errors is not in st.arms
                     check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
     if sink.error_count() > before or any(a not in st.arms for a in arm_nodes) or \
             any(s not in st.scorers for s in scorers):

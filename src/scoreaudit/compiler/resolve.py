@@ -140,6 +140,13 @@ _DECL_KEYWORD = {"scorer": "scorer", "arm": "arm", "region": "region", "measure"
 def plugin_entry(call: ast.Call, kind: str, st: Any, what: str) -> registry.PluginEntry | None:
     """The registry entry `call.func` names in registry `kind`, or None after E0202 (`st.sink` gets it)."""
     reg = registry.REGISTRIES[kind]
+    if not isinstance(call, ast.Call):  # `column(x)` where a plugin or statistic call belongs
+        from scoreaudit.compiler.values import text
+
+        st.sink.emit("E0250", call, f"`{text(call)}` is a manifest column, not {a(kind)} call, in {what}",
+                     f"name {a(kind)}: `scoreaudit describe` lists them; `column(...)` only gives a "
+                     "per-image value to a parameter such as `prompt:`")
+        return None
     name = call.func.name
     if name in reg:
         return reg.get(name)

@@ -16,7 +16,12 @@ from scoreaudit.grammar import ast
 
 def number(n: ast.Number) -> int | float:
     """An integer literal stays an int (pydantic rejects 1.5 for an int field, not 2)."""
-    return int(n.value) if n.is_int else float(n.value)
+    if n.is_int:
+        try:
+            return int(n.text)  # exact, also beyond 2**53 (seeds)
+        except ValueError:  # e.g. more digits than Python's int-from-text limit: the float is exact enough
+            return int(n.value)
+    return float(n.value)
 
 
 def text(node: Any) -> str:

@@ -112,7 +112,12 @@ def parse(text: str, path: str = "<input>") -> tuple[ast.Module | None, list[Dia
         elif not isinstance(text, str):
             text = str(text)
         with paused_gc():
-            return _Parse(text, path).run()
+            module, diags = _Parse(text, path).run()
+        if module is not None and _MAYBE_HUGE.search(text):
+            big = _numbers_out_of_range(module, path)
+            if big:
+                return None, list(diags) + big
+        return module, diags
     except Exception as exc:  # a bug here must not become a traceback for the user
         return None, [
             Diagnostic(
@@ -124,6 +129,33 @@ def parse(text: str, path: str = "<input>") -> tuple[ast.Module | None, list[Dia
                 path=path,
             )
         ]
+
+
+# only a run of 309+ digits or a 3-digit exponent can overflow a float: the AST walk runs only then
+_MAYBE_HUGE = re.compile(r"\d{309}|[eE][+-]?\d{3}")
+
+
+def _numbers_out_of_range(module: ast.Module, path: str) -> list[Diagnostic]:
+    """E0120 for every number literal a 64-bit float cannot hold (more than ~308 digits, 1e400)."""
+    import dataclasses
+    import math
+
+    out: list[Diagnostic] = []
+    stack: list = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Number):
+            if not math.isfinite(node.value):
+                out.append(Diagnostic("E0120", "error", f"the number {node.text[:40]}{'…' if len(node.text) > 40 else ''} "
+                                      "is too large (beyond ±1.8e308)", span=node.span, path=path,
+                                      help="write a number a 64-bit float can hold"))
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+    return sorted(out, key=lambda d: (d.span.start if d.span else 0))
 
 
 # ---------------------------------------------------------------- source helpers

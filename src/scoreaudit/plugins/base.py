@@ -66,6 +66,7 @@ class RegionContext:
     masks: Mapping[str, np.ndarray]  # already computed regions of this image, by name
     row: Mapping[str, Any]  # the image's manifest row
     base_dir: str  # folder that relative paths in the manifest resolve against
+    root: str | None = None  # files must lie under this folder (None: `run --allow-outside`)
 
 
 class Region(Protocol):

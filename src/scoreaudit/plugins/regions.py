@@ -146,7 +146,7 @@ class MaskParams(Params):
     threshold: int = 128
 
 
-@regions.register("mask", params=MaskParams, version="1", positional=("column",))
+@regions.register("mask", params=MaskParams, version="1", positional=("column",), file_columns=("column",))
 class Mask:
     """A user mask: the manifest column holds a path to a grey image; pixels >= threshold are in.
 
@@ -167,9 +167,15 @@ class Mask:
         rel = ctx.row.get(column)
         if rel is None or (isinstance(rel, float) and rel != rel) or not str(rel).strip():
             raise _fail(f"no mask path in column '{column}'")
+        import io
+
+        from scoreaudit.safeio import UnsafePath, inside, read_regular
+
         path = Path(ctx.base_dir) / str(rel).strip()
+        if not inside(path, ctx.root):  # the runtime refuses these before the run (E0707); never read one
+            raise _fail(f"mask path {rel} (column '{column}') leaves the project folder")
         try:
-            with Image.open(path) as img:
+            with Image.open(io.BytesIO(read_regular(path))) as img:
                 img = ImageOps.exif_transpose(img)
                 if img.mode.startswith("I"):
                     grey = np.clip(np.asarray(img).astype(np.float64) / 257.0, 0, 255)
@@ -177,6 +183,8 @@ class Mask:
                     grey = np.asarray(img.convert("L")).astype(np.float64)
         except FileNotFoundError:
             raise _fail(f"mask file not found: {rel} (column '{column}')") from None
+        except UnsafePath as exc:
+            raise _fail(f"mask {rel} (column '{column}') {exc.what}") from None
         except (UnidentifiedImageError, OSError) as exc:
             raise _fail(f"mask file {rel} is not a readable image ({exc})") from None
         h, w = image.shape[:2]

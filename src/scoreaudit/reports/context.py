@@ -20,12 +20,18 @@ class BundleError(Exception):
 
 
 def load_json(path: Path) -> Any:
+    from scoreaudit.safeio import read_regular
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         raise BundleError(f"{path} not found: is {path.parent} a results folder written by `scoreaudit run`?") from None
+    except UnicodeDecodeError as e:
+        raise BundleError(f"{path} is not UTF-8 text (byte {e.start}): it is not a scoreaudit results file") from None
     except json.JSONDecodeError as e:
         raise BundleError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+    except OSError as e:
+        raise BundleError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,15 @@ class ReportContext:
 
     @classmethod
     def load(cls, bundle_dir: Path) -> "ReportContext":
+        from scoreaudit.safeio import links_outside
+
         bundle_dir = Path(bundle_dir)
+        if bundle_dir.exists() and not bundle_dir.is_dir():
+            raise BundleError(f"{bundle_dir} is not a folder: give the results folder written by `scoreaudit run`")
+        outside = links_outside(bundle_dir) if bundle_dir.is_dir() else []
+        if outside:
+            raise BundleError(f"{bundle_dir} has links that point outside it ({', '.join(outside[:5])}): "
+                              "a results folder is read only inside itself; remove the links")
         results = load_json(bundle_dir / "results.json")
         if not isinstance(results, dict) or "cells" not in results:
             raise BundleError(f"{bundle_dir / 'results.json'} has no 'cells': it is not a scoreaudit results file")
@@ -46,7 +60,12 @@ class ReportContext:
         ir = load_json(ir_path) if ir_path.exists() else {}
         spec_path = bundle_dir / "spec.audit"
         if spec_path.exists():
-            spec_text = spec_path.read_text(encoding="utf-8")
+            from scoreaudit.safeio import read_regular
+
+            try:
+                spec_text = read_regular(spec_path).decode("utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise BundleError(f"cannot read {spec_path} as UTF-8 text ({e})") from None
         else:
             spec_text = (results.get("spec") or {}).get("text") or ""
         thumbs_path = bundle_dir / "thumbnails.json"

@@ -1,26 +1,39 @@
-"""Pre-registration: lock a spec's hypotheses before scoring, and judge a run against the lock.
+"""Pre-registration: lock a spec before scoring, and judge a run against the lock.
 
-`scoreaudit lock FILE` writes FILE.lock with the spec's sha256, a hash of the
-normalised hypotheses (whitespace, comments and formatting do not matter; a
-changed claim, threshold, arm or title does), one hash per hypothesis (so a
-deviation can be named) and the UTC time. A run is "pre-registered" when the
-lock's hypotheses match and the lock predates the first score the audit used;
-"deviation" when hypotheses were added, removed or changed; otherwise "not
-pre-registered". The status goes into the bundle's lock.json before the
-statistics run, which copy it into results.json["lock"].
+`scoreaudit lock FILE` writes FILE.lock with every item that can change an
+outcome (compiler/lock.py: settings, scorers and their parameters, arms and
+the content hash of their data files, regions, operators and doses,
+placebos, measures, selections, validations, hypotheses), each as canonical
+text, plus the spec's sha256 and the UTC time. Comments and layout are not
+items, so they never count as changes.
+
+A run is "pre-registered" when every item matches and the lock predates the
+first score the audit used; "deviation" when any item was added, removed or
+changed (each listed with its locked and current text); otherwise "not
+pre-registered". `lock` refuses when scores for the spec already exist (in
+the cache next to it, or a bundle under out/) unless `--after-scoring`, and
+records what it saw either way, so re-locking and running on a fresh cache
+cannot launder a late lock: the report says "locked after scoring began".
+A lock is self-attested (its time is this machine's clock); publishing its
+sha256 before scoring (e.g. committing FILE.lock) makes it verifiable. The
+status goes into the bundle's lock.json before the statistics run, which
+copy it into results.json["lock"].
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-LOCK_VERSION = 1
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|[^"#]+|["#]')
+from scoreaudit.compiler.lock import deviations as item_deviations, items_sha256, lock_items, normalise  # noqa: F401
+
+LOCK_VERSION = 2
+ATTESTATION = ("A lock is self-attested: its time comes from the clock of the machine that wrote it. To make it "
+               "verifiable, publish the lock's sha256 (e.g. commit {name} or post its hash) before scoring.")
 
 
 def _version() -> str:
@@ -30,30 +43,6 @@ def _version() -> str:
         return version("scoreaudit")
     except Exception:  # pragma: no cover - not installed
         return "0+unknown"
-
-
-def normalise(text: str) -> str:
-    """Drop comments (outside strings), collapse whitespace and drop it around punctuation.
-
-    Strings are kept verbatim, so formatting never counts as a change but any
-    changed word, number or string does.
-    """
-    out, code = [], []
-
-    def flush() -> None:
-        c = re.sub(r"\s+", " ", "".join(code))
-        out.append(re.sub(r"\s*([(),:\[\]{}<>=*|&!+-])\s*", r"\1", c))
-        code.clear()
-
-    for m in _TOKEN.finditer(text):
-        tok = m.group(0)
-        if tok.startswith('"') and len(tok) > 1:
-            flush()
-            out.append(tok)
-        else:
-            code.append(" " if tok.startswith("#") else tok)
-    flush()
-    return "".join(out).strip()
 
 
 def _attr(h: Any, name: str) -> Any:
@@ -93,21 +82,78 @@ def _parse_time(s: str | None) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def write_lock(spec_path: Path, now: str | None = None) -> Path:
-    """Check the spec, then write FILE.lock; raises DiagnosticError when the spec has errors."""
-    from scoreaudit.compiler.check import check
-    from scoreaudit.diagnostics import DiagnosticError, has_errors
-    from scoreaudit.grammar.parser import parse
+def scores_seen(spec_path: Path, ir, cache_path: Path | None = None) -> dict[str, Any]:
+    """The earliest score time of this spec found in the cache next to it and in bundles under out/.
+
+    {"first_score_seen": time or None, "where": [what had scores]}. A cache
+    holds scores of a spec when its provenance has score slots of the spec's
+    scorers on its arms.
+    """
+    spec_path = Path(spec_path)
+    found: list[tuple[str, str]] = []
+    cache = Path(cache_path) if cache_path is not None else spec_path.resolve().parent / ".scoreaudit" / "cache.sqlite"
+    if cache.is_file():
+        try:
+            db = sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=30.0)
+            try:
+                for s in ir.scorers:
+                    for a in ir.arms:
+                        row = db.execute("SELECT MIN(e.created_at) FROM provenance p JOIN entries e ON e.key = p.key "
+                                         "WHERE e.kind = 'score' AND p.slot LIKE ? ESCAPE '\\'",
+                                         (f"score {_like(s)} {_like(a)}/%",)).fetchone()
+                        if row and row[0]:
+                            found.append((row[0], f"cache {cache}"))
+            finally:
+                db.close()
+        except sqlite3.DatabaseError:
+            pass
+    out_dir = spec_path.resolve().parent / "out"
+    for run_json in sorted(out_dir.glob("*/run.json")) if out_dir.is_dir() else []:
+        try:
+            info = json.loads(run_json.read_text(encoding="utf-8"))
+            spec_copy = run_json.parent / "spec.audit"
+            same = spec_copy.is_file() and _spec_title(spec_copy) == ir.settings.title
+        except (OSError, ValueError):
+            continue
+        if same and isinstance(info, dict) and info.get("first_score_at"):
+            found.append((str(info["first_score_at"]), f"bundle {run_json.parent}"))
+    found.sort()
+    return {"first_score_seen": found[0][0] if found else None, "where": sorted({w for _, w in found})}
+
+
+def _like(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _spec_title(path: Path) -> str | None:
+    import re
+
+    m = re.search(r'audit\s+"((?:[^"\\]|\\.)*)"', path.read_text(encoding="utf-8", errors="replace"))
+    return m.group(1) if m else None
+
+
+class LockRefused(Exception):
+    """Scores of the spec exist already: locking now would not be a pre-registration."""
+
+
+def write_lock(spec_path: Path, now: str | None = None, *, after_scoring: bool = False,
+               cache_path: Path | None = None) -> Path:
+    """Check the spec (compiler/lock.py), then write FILE.lock atomically.
+
+    Raises DiagnosticError when the spec has errors, LockRefused when scores of
+    the spec already exist and `after_scoring` is False.
+    """
+    from scoreaudit.compiler.lock import checked_items
+    from scoreaudit.safeio import write_atomic
 
     spec_path = Path(spec_path)
-    source = spec_path.read_text(encoding="utf-8")
-    module, diags = parse(source, str(spec_path))
-    ir = None
-    if module is not None and not has_errors(diags):
-        ir, more = check(module, source, str(spec_path))
-        diags = list(diags) + list(more)
-    if ir is None or has_errors(diags):
-        raise DiagnosticError(diags, source)
+    ir, items, source = checked_items(spec_path)
+    seen = scores_seen(spec_path, ir, cache_path)
+    if seen["first_score_seen"] and not after_scoring:
+        raise LockRefused(f"scores of this spec exist already (since {seen['first_score_seen']}, in "
+                          f"{'; '.join(seen['where'])}): a lock written now is not a pre-registration. Run "
+                          "`scoreaudit lock --after-scoring` to lock anyway (the report will say it was locked "
+                          "after scoring began), or delete those scores first")
     per = hypothesis_hashes(ir.hypotheses)
     lock = {
         "lock_version": LOCK_VERSION,
@@ -116,57 +162,95 @@ def write_lock(spec_path: Path, now: str | None = None) -> Path:
         "spec_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
         "hypotheses_sha256": hypotheses_sha256(per),
         "hypotheses": per,
+        "items": items,
+        "items_sha256": items_sha256(items),
         "locked_at": now or _utc_now(),
+        "after_scoring": bool(seen["first_score_seen"]),
+        "scores_seen": seen,
     }
     out = lock_path(spec_path)
-    out.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(out, json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return out
 
 
+def _current_items(ir, spec_path: Path) -> dict[str, str]:
+    from scoreaudit.compiler.ir import AuditIR
+
+    model = AuditIR.model_validate(ir) if isinstance(ir, dict) else ir
+    return lock_items(model, spec_path.resolve().parent if spec_path.exists() else None)
+
+
 def lock_status(spec_path: Path, ir, first_score_at: str | None) -> dict:
-    """Judge a run's hypotheses (from `ir`) against FILE.lock; the dict is lock.json's content."""
+    """Judge a run (its `ir`) against FILE.lock item by item; the dict is lock.json's content."""
+    from scoreaudit.safeio import read_regular
+
     spec_path = Path(spec_path)
     path = lock_path(spec_path)
     base = {"path": path.name, "locked_at": None, "first_score_at": first_score_at, "spec_sha256": None,
-            "hypotheses_sha256": None, "spec_changed": False, "deviations": []}
+            "hypotheses_sha256": None, "spec_changed": False, "deviations": [], "after_scoring": False}
     if not path.exists():
         return {**base, "path": None, "status": "not pre-registered",
                 "detail": f"No lock file ({path.name}) was found next to the spec; run `scoreaudit lock` before scoring."}
     try:
-        lock = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_regular(path)
+        lock = json.loads(raw.decode("utf-8"))
         locked_hyps = dict(lock["hypotheses"])
         locked_at = str(lock["locked_at"])
-    except (ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:
         return {**base, "status": "not pre-registered",
                 "detail": f"The lock file {path.name} is unreadable ({type(e).__name__}); it cannot attest pre-registration."}
-    source = spec_path.read_text(encoding="utf-8") if spec_path.exists() else ""
+    try:
+        source = read_regular(spec_path).decode("utf-8") if spec_path.exists() else ""
+    except (OSError, ValueError):
+        source = ""
     spec_sha = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    lock_sha = hashlib.sha256(raw).hexdigest()
+    attest = " " + ATTESTATION.format(name=path.name) + f" This lock's sha256: {lock_sha}."
+    seen = lock.get("scores_seen") if isinstance(lock.get("scores_seen"), dict) else {}
     base.update(locked_at=locked_at, spec_sha256=lock.get("spec_sha256"), hypotheses_sha256=lock.get("hypotheses_sha256"),
-                spec_changed=bool(source) and spec_sha != lock.get("spec_sha256"))
+                spec_changed=bool(source) and spec_sha != lock.get("spec_sha256"), lock_sha256=lock_sha,
+                after_scoring=bool(lock.get("after_scoring")), attestation=ATTESTATION.format(name=path.name))
+    # what changed since locking, item by item (a format-1 lock committed to the hypotheses only)
+    if isinstance(lock.get("items"), dict):
+        deviations = item_deviations({str(k): str(v) for k, v in lock["items"].items()}, _current_items(ir, spec_path))
+        scope = "The audit that ran differs from the lock"
+    else:
+        hyps = ir.get("hypotheses") if isinstance(ir, dict) else ir.hypotheses
+        current = hypothesis_hashes(hyps or [])
+        deviations = [{"item": f"hypothesis {n}", "kind": "hypothesis", "hypothesis": n, "change": c,
+                       "locked": None, "current": None}
+                      for n, c in sorted([(n, "added") for n in current if n not in locked_hyps]
+                                         + [(n, "removed") for n in locked_hyps if n not in current]
+                                         + [(n, "changed") for n in current
+                                            if n in locked_hyps and locked_hyps[n] != current[n]])]
+        scope = "The hypotheses that ran differ from the (format 1, hypotheses-only) lock"
+    base["deviations"] = deviations
     t_lock, t_score = _parse_time(locked_at), _parse_time(first_score_at)
     if t_lock is None:
         return {**base, "status": "not pre-registered", "detail": f"The lock time {locked_at!r} is not an ISO 8601 time."}
+    if base["after_scoring"]:
+        where = "; ".join(seen.get("where") or []) or "an earlier run"
+        return {**base, "status": "not pre-registered",
+                "detail": f"Locked after scoring began: when the lock was written ({locked_at}) scores of this spec "
+                          f"existed already (since {seen.get('first_score_seen') or 'an unknown time'}, in {where})."
+                          + attest}
     if t_score is not None and t_lock >= t_score:
         return {**base, "status": "not pre-registered",
-                "detail": f"The lock ({locked_at}) postdates the first score of this audit ({first_score_at}): "
-                          "the hypotheses were locked after scoring began."}
-    current = hypothesis_hashes(ir.hypotheses if not isinstance(ir, dict) else ir.get("hypotheses") or [])
-    deviations = [{"hypothesis": n, "change": "added"} for n in current if n not in locked_hyps]
-    deviations += [{"hypothesis": n, "change": "removed"} for n in locked_hyps if n not in current]
-    deviations += [{"hypothesis": n, "change": "changed"} for n in current
-                   if n in locked_hyps and locked_hyps[n] != current[n]]
-    deviations.sort(key=lambda d: d["hypothesis"])
+                "detail": f"Locked after scoring began: the lock ({locked_at}) postdates the first score of this "
+                          f"audit ({first_score_at})." + attest}
     if deviations:
-        names = ", ".join(f"{d['hypothesis']} ({d['change']})" for d in deviations)
-        return {**base, "status": "deviation", "deviations": deviations,
-                "detail": f"The hypotheses that ran differ from the lock of {locked_at}: {names}."}
+        names = ", ".join(f"{d['item']} ({d['change']})" for d in deviations)
+        return {**base, "status": "deviation",
+                "detail": f"{scope} of {locked_at}: {names}." + attest}
     when = f", before the first score ({first_score_at})" if first_score_at else " (no score time was recorded)"
-    extra = " The spec changed outside the hypotheses since locking." if base["spec_changed"] else ""
-    return {**base, "status": "pre-registered", "detail": f"Locked {locked_at}{when}.{extra}"}
+    extra = " The spec's text changed since locking (comments or layout only)." if base["spec_changed"] else ""
+    return {**base, "status": "pre-registered", "detail": f"Locked {locked_at}{when}.{extra}" + attest}
 
 
 def write_lock_status(bundle_dir: Path, spec_path: Path, ir) -> dict:
     """Write bundle_dir/lock.json from bundle_dir/run.json's first_score_at; call between execute and analyse."""
+    from scoreaudit.safeio import write_atomic
+
     bundle_dir = Path(bundle_dir)
     run_info: dict = {}
     run_json = bundle_dir / "run.json"
@@ -176,5 +260,5 @@ def write_lock_status(bundle_dir: Path, spec_path: Path, ir) -> dict:
         except ValueError:
             run_info = {}
     status = lock_status(Path(spec_path), ir, run_info.get("first_score_at"))
-    (bundle_dir / "lock.json").write_text(json.dumps(status, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(bundle_dir / "lock.json", json.dumps(status, indent=2, sort_keys=True) + "\n")
     return status

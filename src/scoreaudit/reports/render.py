@@ -22,6 +22,7 @@ from markupsafe import Markup
 from scoreaudit.reports import fmt
 from scoreaudit.reports.context import BundleError, ReportContext
 from scoreaudit.reports.sections.builtin import load as load_sections
+from scoreaudit.safeio import write_atomic
 
 PDF_INSTALL_HINT = ("PDF output needs WeasyPrint: install it with `pip install 'scoreaudit[pdf]'` "
                     "(on Debian/Ubuntu also `apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0`). "
@@ -161,7 +162,7 @@ def write_pdf(html: str, out: Path) -> Path:
         ImageFile.LOAD_TRUNCATED_IMAGES = strict  # weasyprint flips this process-wide on import
     except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
         raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
-    HTML(string=html, url_fetcher=_fetcher()).write_pdf(out)
+    write_atomic(out, HTML(string=html, url_fetcher=_fetcher()).write_pdf())
     return out
 
 
@@ -183,7 +184,7 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None) -> list[Path]
     formats = wanted_formats(ctx, formats)
     html = render_html(ctx)
     html_path = bundle_dir / "report.html"
-    html_path.write_text(html, encoding="utf-8")
+    write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
     written = [html_path]
     if "pdf" in formats:
         try:
@@ -192,6 +193,9 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None) -> list[Path]
             import sys
 
             print(f"warning: {e}", file=sys.stderr)
+    from scoreaudit.reports.manifest import write_manifest
+
+    write_manifest(bundle_dir, only=[p.name for p in written])  # just the reports: never launders other edits
     return written
 
 

@@ -108,6 +108,8 @@ def _reanalyse(bundle: Path, work: Path) -> dict:
         src = bundle / "tables" / f"{t}.parquet"
         if src.exists():
             shutil.copy2(src, work / "tables" / f"{t}.parquet")
+    if (bundle / "inputs").is_dir():  # copies of the external tables statistics read (stats/inputs.py)
+        shutil.copytree(bundle / "inputs", work / "inputs", symlinks=True)
     return analyse(work, progress=False)
 
 
@@ -221,8 +223,11 @@ def _check_pdf(bundle: Path, results: dict) -> list[str]:
     from scoreaudit.reports.sentences import cell_sentence
 
     pdf = bundle / "report.pdf"
-    if not pdf.exists() or shutil.which("pdftotext") is None:
+    if not pdf.exists():
         return []
+    if shutil.which("pdftotext") is None:
+        raise PdfNotChecked("report.pdf was not checked: pdftotext (poppler-utils) is not installed; install it "
+                            "to compare the PDF's text with the results")
     try:
         text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True,
                               timeout=120).stdout
@@ -239,16 +244,39 @@ def _check_pdf(bundle: Path, results: dict) -> list[str]:
     return out
 
 
+class PdfNotChecked(Exception):
+    """report.pdf exists but cannot be read here (no pdftotext): verification is incomplete, not passed."""
+
+
 def verify(bundle_dir: Path) -> list[str]:
-    """Mismatch descriptions (empty when every number recomputes)."""
+    """Mismatch descriptions (empty when every number recomputes); see `verify_bundle` for what was not checked."""
+    return verify_bundle(bundle_dir)[0]
+
+
+def verify_bundle(bundle_dir: Path) -> tuple[list[str], list[str]]:
+    """(mismatches, unchecked): what differs, and what could not be checked here (e.g. the PDF)."""
+    unchecked: list[str] = []
+    mismatches = _verify(bundle_dir, unchecked)
+    return mismatches, unchecked
+
+
+def _verify(bundle_dir: Path, unchecked: list[str]) -> list[str]:
     bundle = Path(bundle_dir)
     results_path = bundle / "results.json"
     from scoreaudit.reports.context import BundleError, load_json
+    from scoreaudit.safeio import links_outside
 
-    try:
-        stated = load_json(results_path)
-    except BundleError as e:
-        return [str(e)]
+    if not bundle.exists():
+        raise BundleError(f"{bundle} not found: give the results folder written by `scoreaudit run`")
+    if not bundle.is_dir():  # not a bundle at all: an I/O problem (exit 6), not a mismatch
+        raise BundleError(f"{bundle} is not a folder: give the results folder written by `scoreaudit run`")
+    outside = links_outside(bundle)
+    if outside:  # a bundle is data: nothing outside it is read
+        return [f"{rel}: a link that points outside the results folder" for rel in outside]
+
+    stated = load_json(results_path)  # BundleError: not a results folder
+    if not isinstance(stated, dict) or "cells" not in stated:
+        raise BundleError(f"{results_path} has no 'cells': it is not a scoreaudit results file")
     if not (bundle / "ir.json").exists():
         return [f"{bundle / 'ir.json'} is missing: the audit cannot be re-analysed without it"]
     mismatches: list[str] = []
@@ -264,7 +292,13 @@ def verify(bundle_dir: Path) -> list[str]:
         mismatches.extend(_compare_tables(bundle, work, stated.get("tables") or {}))
     mismatches.extend(_table_hashes(bundle, stated.get("table_sha256") or {}))
     mismatches.extend(_check_report(bundle, results_path))
-    mismatches.extend(_check_pdf(bundle, fresh))
+    try:
+        mismatches.extend(_check_pdf(bundle, fresh))
+    except PdfNotChecked as e:
+        unchecked.append(str(e))
+    from scoreaudit.reports.manifest import check_manifest
+
+    mismatches.extend(check_manifest(bundle))
     if len(mismatches) > MAX_REPORTED:
         extra = len(mismatches) - MAX_REPORTED
         mismatches = mismatches[:MAX_REPORTED] + [f"... and {extra} more mismatch(es)"]

@@ -16,7 +16,12 @@ protect against process crashes).
 
 Values are never pickled: floats are 8 little-endian bytes, arrays are `.npy`
 bytes (loaded with allow_pickle=False, zlib-compressed), everything else is
-canonical JSON. Entries are write-once (INSERT OR IGNORE), so `created_at` is
+canonical JSON. Each value carries a checksum (codec `<codec>+sum`: the first
+16 bytes are sha256(codec, payload)): a value whose checksum or decoding
+fails is reported (`corrupt`), treated as missing and replaced when its step
+is recomputed; a database SQLite itself cannot read is one E0720 error
+saying to delete the file (it is only a cache). Values written before
+checksums existed (plain codecs) are still read. Entries are write-once (INSERT OR IGNORE), so `created_at` is
 the time a result first existed: `first_score_time` reads it for the
 pre-registration check.
 """
@@ -70,6 +75,39 @@ def utc_now() -> str:
 # ------------------------------------------------------------------ value codecs
 
 
+_SUM = "+sum"
+_SUM_BYTES = 16
+
+
+def _digest(codec: str, payload: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(codec.encode("ascii") + b"\0" + payload).digest()[:_SUM_BYTES]
+
+
+def seal(codec: str, payload: bytes) -> tuple[str, bytes]:
+    """(codec with checksum, checksum + payload): what the cache stores."""
+    return codec + _SUM, _digest(codec, payload) + payload
+
+
+class CorruptValue(ValueError):
+    """A stored value whose checksum or decoding fails."""
+
+
+def unseal(codec: str, blob: bytes) -> Any:
+    """The value a stored (codec, blob) holds; CorruptValue when it was damaged."""
+    if codec.endswith(_SUM):
+        codec = codec[:-len(_SUM)]
+        blob = bytes(blob)
+        if len(blob) < _SUM_BYTES or _digest(codec, blob[_SUM_BYTES:]) != blob[:_SUM_BYTES]:
+            raise CorruptValue("checksum mismatch")
+        blob = blob[_SUM_BYTES:]
+    try:
+        return decode(codec, blob)
+    except Exception as exc:  # zlib.error, struct.error, JSON, npy header: a damaged legacy value
+        raise CorruptValue(f"{type(exc).__name__}: {exc}") from None
+
+
 def encode(value: Any) -> tuple[str, bytes]:
     if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
         return "f8", struct.pack("<d", float(value))
@@ -110,6 +148,7 @@ class Cache:
         self.path = Path(path)
         self._staged: dict[str, tuple[str, str, bytes, str]] = {}  # key -> (kind, codec, blob, time)
         self._staged_prov: dict[str, tuple] = {}
+        self.corrupt: dict[str, str] = {}  # key -> why its stored value was rejected (recomputed, replaced)
         if readonly:  # a reader beside the run's own connection (Ray's cache reader): never writes
             try:
                 self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60.0,
@@ -133,6 +172,13 @@ class Cache:
             raise CacheError(self.path, f"cache schema {row[0]} is not {SCHEMA_VERSION} "
                                         "(written by another scoreaudit version)")
 
+    def _query(self, q: str, args: Iterable[Any] = ()) -> list:
+        """One read; a database SQLite cannot read is E0720 (delete the cache), never a traceback."""
+        try:
+            return self._db.execute(q, list(args)).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise CacheError(self.path, f"the cache database is damaged ({e})") from None
+
     # -- reads
 
     def lookup(self, keys: Iterable[str]) -> dict[str, tuple[Any, str]]:
@@ -142,14 +188,17 @@ class Cache:
         for k in dict.fromkeys(keys):
             if k in self._staged:
                 _, codec, blob, t = self._staged[k]
-                out[k] = (decode(codec, blob), t)
+                out[k] = (unseal(codec, blob), t)
             else:
                 todo.append(k)
         for i in range(0, len(todo), _CHUNK):
             chunk = todo[i:i + _CHUNK]
             q = f"SELECT key, codec, value, created_at FROM entries WHERE key IN ({','.join('?' * len(chunk))})"
-            for key, codec, blob, t in self._db.execute(q, chunk):
-                out[key] = (decode(codec, blob), t)
+            for key, codec, blob, t in self._query(q, chunk):
+                try:
+                    out[key] = (unseal(codec, blob), t)
+                except CorruptValue as exc:  # missing to the caller: its step runs again and replaces it
+                    self.corrupt[key] = str(exc)
         return out
 
     def provenance(self, slots: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -159,7 +208,7 @@ class Cache:
             chunk = slots[i:i + _CHUNK]
             q = ("SELECT slot, key, plugin, version, params_hash, input_hash FROM provenance "
                  f"WHERE slot IN ({','.join('?' * len(chunk))})")
-            for slot, key, plugin, version, ph, ih in self._db.execute(q, chunk):
+            for slot, key, plugin, version, ph, ih in self._query(q, chunk):
                 out[slot] = {"key": key, "plugin": plugin, "version": version,
                              "params_hash": ph, "input_hash": ih}
         return out
@@ -180,7 +229,7 @@ class Cache:
     def stage(self, step: StepKey, value: Any) -> None:
         """Add a computed value to the batch in flight (visible to `lookup`, durable after `commit`)."""
         if step.key not in self._staged:
-            codec, blob = encode(value)
+            codec, blob = seal(*encode(value))
             self._staged[step.key] = (step.kind, codec, blob, utc_now())
         self.note(step)
 
@@ -199,16 +248,24 @@ class Cache:
             return
         now = utc_now()
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        rows = [(k, kind, codec, blob, t) for k, (kind, codec, blob, t) in self._staged.items()]
         try:
-            db.executemany("INSERT OR IGNORE INTO entries VALUES (?,?,?,?,?)",
-                           [(k, kind, codec, blob, t) for k, (kind, codec, blob, t) in self._staged.items()])
-            db.executemany("INSERT OR REPLACE INTO provenance VALUES (?,?,?,?,?,?,?)",
-                           [(slot, *vals, now) for slot, vals in self._staged_prov.items()])
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany("INSERT OR IGNORE INTO entries VALUES (?,?,?,?,?)",
+                               [r for r in rows if r[0] not in self.corrupt])
+                # a damaged value is the one case an entry is rewritten: with the recomputed value
+                db.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?)",
+                               [r for r in rows if r[0] in self.corrupt])
+                db.executemany("INSERT OR REPLACE INTO provenance VALUES (?,?,?,?,?,?,?)",
+                               [(slot, *vals, now) for slot, vals in self._staged_prov.items()])
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as e:
+            raise CacheError(self.path, f"cannot write to the cache ({e})") from None
         self._staged.clear()
         self._staged_prov.clear()
 
@@ -246,7 +303,10 @@ def first_score_time(cache_path: str | Path, score_keys: Iterable[str]) -> str |
     path = Path(cache_path)
     if not path.exists():
         return None
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+    except sqlite3.DatabaseError:
+        return None
     try:
         keys = list(dict.fromkeys(score_keys))
         best: str | None = None
@@ -254,7 +314,10 @@ def first_score_time(cache_path: str | Path, score_keys: Iterable[str]) -> str |
             chunk = keys[i:i + _CHUNK]
             q = (f"SELECT MIN(created_at) FROM entries WHERE kind='score' "
                  f"AND key IN ({','.join('?' * len(chunk))})")
-            (t,) = db.execute(q, chunk).fetchone()
+            try:
+                (t,) = db.execute(q, chunk).fetchone()
+            except sqlite3.DatabaseError:
+                return None
             if t is not None and (best is None or t < best):
                 best = t
         return best

@@ -68,6 +68,7 @@ from scoreaudit.runtime.runlog import RunLog
 from scoreaudit.runtime.scoring import ScorerSlot
 from scoreaudit.runtime.steps import RunContext
 from scoreaudit.runtime.tables import Tables, write_tables
+from scoreaudit.safeio import check_output_dir, read_regular, write_atomic
 
 CACHE_RELPATH = Path(".scoreaudit") / "cache.sqlite"
 
@@ -115,9 +116,44 @@ def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None,
                                    on_error=ir.settings.on_error, root=None if name in trusted else root)
                for name, arm in ir.arms.items()}
     diags = [d for r in results.values() for d in r.diagnostics]
+    diags += outside_file_columns(ir, results, root)
     if has_errors(diags):
         raise DiagnosticError(diags)
     return results
+
+
+def outside_file_columns(ir: AuditIR, manifests: dict[str, ManifestResult], root: Path | None) -> list:
+    """E0707 for every manifest value a region plugin opens as a file (`mask(column:)`) outside `root`.
+
+    Checked before any work with the same containment check as images and
+    manifests, so a row such as `../x.png` or `/etc/passwd` is never opened.
+    """
+    from scoreaudit.diagnostics import Diagnostic
+    from scoreaudit.runtime.columns import region_calls
+    from scoreaudit.safeio import inside
+
+    if root is None:
+        return []
+    load_plugins()
+    cols: list[str] = []
+    for region in ir.regions.values():
+        for call in region_calls(region.expr):
+            entry = REGISTRIES["region"].get(call.plugin)
+            for param in entry.meta.get("file_columns", ()) or ():
+                value = call.params.get(param)
+                if isinstance(value, str) and value not in cols:
+                    cols.append(value)
+    out = []
+    for name, m in manifests.items():
+        for rec in m.records:
+            for c in cols:
+                value = rec.columns.get(c)
+                if isinstance(value, str) and value.strip() and not inside(m.base_dir / value.strip(), root):
+                    out.append(Diagnostic(
+                        "E0707", "error", f"arm '{name}': the file named in column '{c}' of row {rec.row} "
+                        f"(image '{rec.image_id}') leaves the project folder: {value.strip()}",
+                        path=m.manifest, help="keep masks inside the spec's folder, or run with --allow-outside"))
+    return out
 
 
 def load_precomputed(ir: AuditIR, spec_dir: Path, manifests: dict[str, ManifestResult],
@@ -146,10 +182,59 @@ def _runs_somewhere(ir: AuditIR, given: set[tuple[str, str]]) -> set[str]:
 
 def _write_inputs(ir: AuditIR, plan: Any, spec_path: Path, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "spec.audit").write_bytes(spec_path.read_bytes())
-    (out_dir / "ir.json").write_text(json.dumps(ir.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    write_atomic(out_dir / "spec.audit", read_regular(spec_path))
+    write_atomic(out_dir / "ir.json", json.dumps(ir.model_dump(mode="json"), indent=2) + "\n")
     if hasattr(plan, "model_dump_json"):
-        (out_dir / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_atomic(out_dir / "plan.json", plan.model_dump_json(indent=2) + "\n")
+
+
+def duplicate_content(images: list[dict]) -> list[str]:
+    """A warning per set of ids in one arm whose pixels are identical: they would count as independent images."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in images:
+        if r.get("content_hash"):
+            groups.setdefault((r["arm"], r["content_hash"]), []).append(str(r["image_id"]))
+    out = []
+    for (arm, _), ids in sorted(groups.items()):
+        if len(ids) > 1:
+            shown = ", ".join(sorted(ids)[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+            out.append(f"arm '{arm}': {len(ids)} images have identical pixels ({shown}); they are counted as "
+                       "separate images (and clusters, unless a cluster column groups them)")
+    return out
+
+
+def read_stat_inputs(ir: AuditIR, spec_dir: Path, root: Path | None) -> dict[str, bytes]:
+    """Bundle name → bytes of every table a statistic reads (`correlate(..., table:)`), checked like any data.
+
+    Outside `root`: E0707; not a regular file: E0730. A missing table is left
+    to the statistic, which reports it on its cells.
+    """
+    from scoreaudit.diagnostics import Diagnostic
+    from scoreaudit.safeio import UnsafePath, inside
+    from scoreaudit.stats.inputs import input_name, table_params
+
+    out: dict[str, bytes] = {}
+    diags = []
+    for table in dict.fromkeys(table_params(ir.model_dump(mode="json"))):
+        path = spec_dir / table
+        if not inside(path, root):
+            diags.append(Diagnostic("E0707", "error", f"table '{table}' leaves the project folder",
+                                    path=ir.source_path,
+                                    help="keep the table inside the spec's folder, or run with --allow-outside"))
+            continue
+        try:
+            out[input_name(table)] = read_regular(path)
+        except FileNotFoundError:
+            continue
+        except UnsafePath as exc:
+            diags.append(Diagnostic("E0730", "error", f"table '{table}' {exc.what}", path=ir.source_path,
+                                    help="name a table file; folders, pipes and devices are never read"))
+        except OSError as exc:
+            diags.append(Diagnostic("E0730", "error", f"cannot read table '{table}' ({exc.strerror or exc})",
+                                    path=ir.source_path, help="check the file's permissions"))
+    if diags:
+        raise DiagnosticError(diags)
+    return out
 
 
 class LocalBackend:
@@ -274,6 +359,7 @@ class ArmRunner:
                 ctx.exclude(d.arm, d.image_id, d.row, d.stage, d.reason)
             else:
                 decoded.append(d)
+                ctx.warnings.extend(d.notes)
         masks = self.regions.run(decoded, manifest.base_dir) if images_arm else {}
         ctx.progress.advance(f"{arm.name}: decode + regions", len(batch))
         imgs: list[Img] = []
@@ -430,9 +516,13 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
                                     device=gen_dev, note=notes.append)
     manifests = load_manifests(ir, spec_dir, root, trusted=set(generated))
     pre = load_precomputed(ir, spec_dir, manifests, root)
+    stat_inputs = read_stat_inputs(ir, spec_dir, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
+    check_output_dir(out_dir)
     _write_inputs(spec_ir, plan, spec_path, out_dir)
+    for rel, data in stat_inputs.items():
+        write_atomic(out_dir / rel, data)
     tables = Tables()
     cache = Cache(cache_path)
     log = RunLog(out_dir / "run.log")
@@ -442,7 +532,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     for d in pre.diagnostics:  # warnings only (errors stopped the run above): rows the audit does not use
         log.note(f"{d.severity}[{d.code}]: {d.message}" + "".join(f"; {n}" for n in d.notes))
     ctx = RunContext(ir=ir, cache=cache, log=log, tables=tables, progress=Progress(False), device=dev,
-                     spec_dir=spec_dir,
+                     spec_dir=spec_dir, root=root,
                      policies={n: m.on_error for n, m in manifests.items()},
                      manifests={n: m.manifest for n, m in manifests.items()})
     backend: Any = LocalBackend()
@@ -482,20 +572,36 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     excluded: dict[str, set] = {}
     for r in tables.exclusions:
         excluded.setdefault(r["arm"], set()).add((r["image_id"], r["row"]))
+    warnings = list(ctx.warnings) + duplicate_content(tables.images)
+    if warnings:
+        import sys
+
+        from scoreaudit.diagnostics import safe_text
+
+        for w in warnings:
+            log.note(f"warning: {w}")
+        for w in warnings[:20]:
+            print(f"warning: {safe_text(w)}", file=sys.stderr)
+        if len(warnings) > 20:
+            print(f"warning: ... and {len(warnings) - 20} more (run.log lists them all)", file=sys.stderr)
+    if cache.corrupt:  # reported in run.log, run.json and on the terminal; their steps were recomputed
+        log.note(f"warning: {len(cache.corrupt)} cached value(s) failed their checksum and were recomputed")
+        import sys
+
+        print(f"warning: {len(cache.corrupt)} cached value(s) in {cache_path} were corrupt "
+              "(checksum mismatch); their steps were recomputed and the values replaced", file=sys.stderr)
     counts = {"images": {a: images.get(a, 0) for a in ir.arms},
               "excluded": {a: len(excluded.get(a, ())) for a in ir.arms},
-              "rows": tables.counts(), "steps": log.summary()}
+              "rows": tables.counts(), "steps": log.summary(), "corrupt_cache_values": len(cache.corrupt)}
     log.note(f"finished {finished}; steps {json.dumps(counts['steps'], sort_keys=True)}")
     log.close()
     run = {"first_score_at": first, "device": dev, "started_at": started, "finished_at": finished,
            "cache": str(cache_path), "batch_size": ir.settings.batch_size,
            "scorers": {s.name: {"plugin": s.call.plugin, "version": s.call.version,
                                 "weights_sha256": weights.get(s.name)} for s in ir.scorers.values()},
-           "counts": counts,
+           "counts": counts, "warnings": warnings,
            "precomputed": provenance(pre, manifest_provenance(ir, spec_dir)),
            **({"generated": generated} if generated else {})}
-    tmp = out_dir / "run.json.tmp"
-    tmp.write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / "run.json")
+    write_atomic(out_dir / "run.json", json.dumps(run, indent=2, sort_keys=True) + "\n")
     return RunSummary(out_dir=out_dir, cache_path=cache_path, device=dev, tables=paths, first_score_at=first,
                       counts=counts, started_at=started, finished_at=finished)

@@ -58,6 +58,7 @@ import numpy as np
 
 from scoreaudit.plugins.base import ImageFailure, content_hash  # noqa: F401  (re-exported)
 from scoreaudit.runtime.tablefile import inside as _inside
+from scoreaudit.safeio import UnsafePath, file_problem, read_regular
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
@@ -127,6 +128,7 @@ class Decoded:
     record: ImageRecord
     image: np.ndarray  # uint8 H×W×3 sRGB
     content_hash: str
+    notes: tuple[str, ...] = ()  # warnings about this image (e.g. animated: the first frame is used)
 
 
 # --------------------------------------------------------------------------- decoding
@@ -245,8 +247,12 @@ def _too_big(width: int, height: int, max_pixels: int) -> str:
             f"the arm if you trust this file)")
 
 
-def decode_image(path: str | Path, max_pixels: int = 89_478_485) -> np.ndarray:
-    """Decode one file to uint8 H×W×3 sRGB, or raise `ImageFailure(stage="decode")`."""
+def decode_image(path: str | Path, max_pixels: int = 89_478_485, info: dict | None = None) -> np.ndarray:
+    """Decode one file to uint8 H×W×3 sRGB, or raise `ImageFailure(stage="decode")`.
+
+    `info`, when given, receives "frames": the file's frame count (an animated
+    image decodes to its first frame).
+    """
     from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
     # WeasyPrint sets Pillow's process-wide LOAD_TRUNCATED_IMAGES = True on import; a truncated
@@ -254,9 +260,11 @@ def decode_image(path: str | Path, max_pixels: int = 89_478_485) -> np.ndarray:
     ImageFile.LOAD_TRUNCATED_IMAGES = False
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         raise ImageFailure("decode", "image file not found") from None
+    except UnsafePath as exc:
+        raise ImageFailure("decode", f"the path {exc.what}") from None
     except OSError as exc:
         raise ImageFailure("decode", f"cannot read the file ({exc.strerror or exc})") from None
     with warnings.catch_warnings():
@@ -267,6 +275,8 @@ def decode_image(path: str | Path, max_pixels: int = 89_478_485) -> np.ndarray:
             if width * height > max_pixels:
                 raise ImageFailure("decode", _too_big(width, height, max_pixels))
             img.load()
+            if info is not None:
+                info["frames"] = int(getattr(img, "n_frames", 1) or 1)
         except ImageFailure:
             raise
         except Image.DecompressionBombError as exc:
@@ -298,12 +308,17 @@ def decode_record(record: ImageRecord, max_pixels: int = 89_478_485) -> Decoded 
     if record.path is None:  # a `pairs(..., images: false)` record: nothing to decode
         return Exclusion(record.arm, record.image_id, record.row, "decode",
                          f"the arm has no image files (images: false) (row {record.row})")
+    info: dict = {}
     try:
-        image = decode_image(record.path, max_pixels)
+        image = decode_image(record.path, max_pixels, info)
     except ImageFailure as exc:
         return Exclusion(record.arm, record.image_id, record.row, exc.stage,
                          f"{exc.reason} (row {record.row}, {record.display_path})")
-    return Decoded(record, image, content_hash(image))
+    notes = ()
+    if info.get("frames", 1) > 1:
+        notes = (f"image '{record.image_id}' of arm '{record.arm}' ({record.display_path}) is animated "
+                 f"({info['frames']} frames): only the first frame is used",)
+    return Decoded(record, image, content_hash(image), notes)
 
 
 def exclusion_errors(exclusions: Iterable[Exclusion], path: str | None = None) -> list[Diagnostic]:
@@ -347,13 +362,14 @@ def _read_table(path: Path, text_columns: Sequence[str]):
             return read_frame(path, text_columns)
         except TableError as exc:  # the message names the file and the line
             raise ValueError(f"{exc.message} ({exc.help})") from None
+    data = read_regular(path)  # never a FIFO or device: those would block the run
     if suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
+        df = pd.read_parquet(io.BytesIO(data))
     else:
         sep = "\t" if suffix == ".tsv" else ","
-        header = pd.read_csv(path, nrows=0, sep=sep)
+        header = pd.read_csv(io.BytesIO(data), nrows=0, sep=sep)
         dtypes = {c: str for c in text_columns if c in header.columns}
-        df = pd.read_csv(path, dtype=dtypes, sep=sep)
+        df = pd.read_csv(io.BytesIO(data), dtype=dtypes, sep=sep)
     df.columns = [str(c) for c in df.columns]
     return df
 
@@ -465,6 +481,9 @@ def _probe(path: Path, max_pixels: int) -> str | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
+            problem = file_problem(path)
+            if problem is not None:
+                return f"the file {problem}"
             with Image.open(path) as img:
                 width, height = img.size
         except Image.DecompressionBombError as exc:
@@ -524,7 +543,13 @@ def _records_from_rows(col: _Collector, arm, rows: list[tuple[int, dict[str, Any
                                 f"image path in row {row_no} leaves the project folder: {shown}",
                                 help="keep images inside the spec's folder, or run with --allow-outside")
                 continue
-            if not path.is_file():
+            problem = file_problem(path)
+            if problem is not None and problem != "not found":
+                col.row_problem("E0704", image_id, row_no, f"image file {problem} (row {row_no}, {shown})",
+                                help="name an image file in the manifest; folders, pipes and devices are "
+                                     "never read")
+                continue
+            if problem is not None:
                 col.row_problem("E0704", image_id, row_no, f"image file not found (row {row_no}, {shown})",
                                 help="fix the path in the manifest (paths are relative to "
                                      f"'{_display(base_dir, spec_dir)}') or remove the row")
@@ -648,8 +673,9 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
         if needed and not _check_columns(col, arm, available, needed):
             return result(available=available)
     else:
-        if not manifest_path.is_file():
-            col.error("E0701", f"manifest '{shown_manifest}' of arm '{arm.name}' not found",
+        problem = file_problem(manifest_path)
+        if problem is not None:
+            col.error("E0701", f"manifest '{shown_manifest}' of arm '{arm.name}' {problem}",
                       help="check the path (it is relative to the spec's folder)")
             return result()
         text_cols = [p.get("id", "id"), p.get("path", "path"), arm.cluster or p.get("cluster") or ""]

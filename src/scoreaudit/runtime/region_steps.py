@@ -21,6 +21,7 @@ from scoreaudit.runtime.columns import columns_of_call, region_calls
 from scoreaudit.runtime.images import Decoded, ImageFailure
 from scoreaudit.keys import hash_array, step_key
 from scoreaudit.runtime.steps import Lookup, RunContext
+from scoreaudit.safeio import file_problem, read_regular
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,12 @@ def _file_sha(base_dir: Path, value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     path = base_dir / value
-    if not path.is_file():
+    if file_problem(path) is not None:
         return None
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    try:
+        return hashlib.sha256(read_regular(path)).hexdigest()
+    except OSError:  # swapped for a FIFO or removed since the check: the region step reports it
+        return None
 
 
 def pack(masks: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -95,7 +95,7 @@ class RegionSteps:
             step = steps[d.record.image_id]
             if not look.has(step.key):
                 try:
-                    res = self.evaluator.evaluate(d.image, d.record.columns, base_dir)
+                    res = self.evaluator.evaluate(d.image, d.record.columns, base_dir, root=self.ctx.root)
                     value: Any = pack(res.masks)
                 except ImageFailure as exc:
                     value = {"failure": exc.reason}

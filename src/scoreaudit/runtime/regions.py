@@ -131,9 +131,10 @@ class RegionEvaluator:
         return self._ops[expr.op](expr, image, ctx, masks)
 
     def evaluate(self, image: np.ndarray, row: Mapping[str, Any] | None = None,
-                 base_dir: str | Path = ".") -> RegionResult:
+                 base_dir: str | Path = ".", root: str | Path | None = None) -> RegionResult:
         masks: dict[str, np.ndarray] = {}
-        ctx = RegionContext(masks=masks, row=dict(row or {}), base_dir=str(base_dir))
+        ctx = RegionContext(masks=masks, row=dict(row or {}), base_dir=str(base_dir),
+                            root=str(root) if root is not None else None)
         for name in self.order:
             try:
                 masks[name] = self._eval(self.regions[name].expr, image, ctx, masks)

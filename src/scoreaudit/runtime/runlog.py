@@ -16,6 +16,13 @@ from typing import TextIO
 from typing import Any
 
 
+def _one_line(text: str) -> str:
+    """Data (ids, titles, reasons) cannot start a line or a field: tabs and control characters escaped."""
+    from scoreaudit.diagnostics import safe_text
+
+    return safe_text(str(text)).replace("\t", "\\t")
+
+
 class RunLog:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -25,11 +32,11 @@ class RunLog:
         self.capture: list | None = None  # set by runtime.memo.Capture: (step, reason) of the batch in flight
 
     def note(self, text: str) -> None:
-        self._fh.write(f"# {text}\n")
+        self._fh.write(f"# {_one_line(text)}\n")
 
     def step(self, step: Any, reason: str) -> None:
         status = "cached" if reason == "cached" else "ran"
-        self._fh.write(f"{step.key}\t{status}\t{reason}\t{step.kind}\t{step.slot}\n")
+        self._fh.write(f"{step.key}\t{status}\t{reason}\t{step.kind}\t{_one_line(step.slot)}\n")
         self.counts[(step.kind, reason)] += 1
         if self.capture is not None:
             self.capture.append((step, reason))

@@ -31,9 +31,11 @@ class RunContext:
     progress: Progress
     device: str
     spec_dir: Path
+    root: Path | None = None  # data must lie under this folder (None: `run --allow-outside`)
     score_keys: set[str] = field(default_factory=set)
     policies: dict[str, str] = field(default_factory=dict)  # arm -> on_error (skip | fail)
     manifests: dict[str, str | None] = field(default_factory=dict)  # arm -> manifest display path
+    warnings: list[str] = field(default_factory=list)  # said on the terminal, in run.log and run.json
     _plugins: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -76,6 +78,9 @@ class Lookup:
         self.missing: dict[str, StepKey] = {}
         self._later: list[StepKey] = []
         self._reasons = ctx.cache.reasons(s for s in steps if s.key not in found)
+        for s in steps:
+            if s.key in ctx.cache.corrupt:  # its stored value failed its checksum: recomputed and replaced
+                self._reasons[s.slot] = "cached value corrupt"
         for s in steps:
             if s.key in found:
                 ctx.log.step(s, "cached")

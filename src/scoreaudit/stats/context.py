@@ -201,6 +201,8 @@ class StatContext:
         self.n_boot = int(ir.settings.bootstrap if n_boot is None else n_boot)
         self.alpha = float(ir.settings.alpha)
         self.tables = {k: (tables.get(k) if tables.get(k) is not None else pd.DataFrame()) for k in TABLES}
+        # external tables a statistic reads (`correlate(..., table:)`), from the bundle's inputs/ folder
+        self.inputs: Mapping[str, pd.DataFrame] = dict(tables.get("_inputs") or {})
         self._arms: dict[str, ArmData] = {}
         self._cache: dict[Any, Any] = {}
         self.notes: list[dict] = []  # statistic-stage exclusions (arm, image_id, reason)
@@ -306,6 +308,19 @@ class StatContext:
             sd = np.sqrt(np.where(var > 0, var, np.nan))
         return sd
 
+    def scale_problem(self, arm: "str | ArmData", scorer: str) -> str:
+        """Why `scale` is undefined for this arm and scorer (SD 0 or fewer than 2 scores)."""
+        root = self.arm(arm)
+        while root.parent is not None:
+            root = root.parent
+        s = self.original_scores(root, scorer)
+        n = int(np.isfinite(s).sum())
+        if n < 2:
+            why = f"the SD of {scorer}'s scores on arm '{root.name}' is undefined ({n} original score(s))"
+        else:
+            why = f"the SD of {scorer}'s scores on arm '{root.name}' is 0 (all {n} original images scored the same)"
+        return why + ": score changes in SD units are undefined, so the image is left out (use `scale: raw`)"
+
     def deltas(self, arm: "str | ArmData", scorer: str, operator: str,
                scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(doses, Δ) with Δ[i, j] = s(i, o, d_j) − s(i, o, d0), images × doses; divided by the
@@ -321,10 +336,12 @@ class StatContext:
             else:
                 D = S - S[:, [j0]]
             bad = ~np.isfinite(D).all(axis=1) if D.size else np.zeros(0, bool)
+            reason = (f"missing score of {scorer} under {operator} at some dose: "
+                      "left out of that operator's statistics")
+            if not np.isfinite(self.scale(a, scorer)):  # say why, not "missing": the unit itself is undefined
+                reason = self.scale_problem(a, scorer)
             for i in np.flatnonzero(bad)[:1000]:
-                self.notes.append({"arm": a.name, "image_id": str(a.image_ids[i]),
-                                   "reason": f"missing score of {scorer} under {operator} at some dose: "
-                                             "left out of that operator's statistics"})
+                self.notes.append({"arm": a.name, "image_id": str(a.image_ids[i]), "reason": reason})
             self._cache[key] = (doses, D)
         doses, D = self._cache[key]
         return (doses, D / self.scale(a, scorer)) if scaled else (doses, D)

@@ -81,6 +81,15 @@ def _agreement(method: str):
         col = call.params["column"]
         if col not in df.columns:
             raise StatError(f"column {col!r} is not in the manifest of arm {arm!r}")
+        # nothing silent: every image the correlation cannot use is an exclusion with its reason
+        raw = df[col]
+        numeric = pd.to_numeric(raw, errors="coerce")
+        for iid, v, x in zip(df["image_id"], raw, numeric):
+            if pd.isna(x):
+                what = "missing" if v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == "" \
+                    else f"not a number ({str(v)[:40]!r})"
+                ctx.notes.append({"arm": a.name, "image_id": str(iid),
+                                  "reason": f"{method}: its {col!r} value is {what}: left out"})
         return cross.agreement(df, col, method, "cluster", a.W, list(a.clusters))
 
     return fn
@@ -163,19 +172,14 @@ filter_worst = _ranked(True)
 
 def correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     """Per-group values of the inner statistic (one per level of `by`) against an external table."""
-    from pathlib import Path
-
-    from scipy import stats
-
     inner = call.inner
     if inner is None:
         raise StatError("correlate(...) needs a statistic as its first argument")
     by, table, column = call.params["by"], call.params["table"], call.params["column"]
-    base = Path(ctx.ir.source_path).parent if ctx.ir.source_path else Path(".")
-    path = (base / table)
-    if not path.exists():
-        raise StatError(f"table {table!r} not found (looked in {path})")
-    ext = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    ext = ctx.inputs.get(table)  # the bundle's copy (stats/inputs.py): nothing outside the bundle is read
+    if ext is None:
+        raise StatError(f"table {table!r} is not in the results folder (run copies it there; it was missing, "
+                        "unreadable or not a CSV/TSV/parquet table at run time)")
     if by not in ext.columns or column not in ext.columns:
         raise StatError(f"table {table!r} needs columns {by!r} and {column!r} (has {list(ext.columns)})")
     a = ctx.arm(arm)

@@ -25,6 +25,7 @@ from scoreaudit.stats.estimate import Estimate
 from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome
 from scoreaudit.stats.sentences import cell_sentence as sentence
 from scoreaudit.stats.seeds import seed_robustness
+from scoreaudit.safeio import write_atomic
 from scoreaudit.stats.provenance import clean, environment, lock_info, plan_info, read_json, spec_info
 from scoreaudit.stats.validity import validations as _validations
 from scoreaudit.stats.verdicts import verdicts as _verdicts
@@ -297,6 +298,12 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
     return res, derived, ctx
 
 
+def read_inputs(bundle: Path, ir_dump: dict) -> dict:
+    from scoreaudit.stats.inputs import read_inputs as _read
+
+    return _read(bundle, ir_dump)
+
+
 def read_tables(bundle: Path) -> dict[str, pd.DataFrame]:
     out = {}
     for name in TABLES:
@@ -331,8 +338,10 @@ def _exclusions(ctx: StatContext, runtime: pd.DataFrame) -> pd.DataFrame:
 def analyse(bundle_dir: Path, progress: bool = True) -> dict:
     """Read the bundle, compute everything, write results.json and derived tables; return the results."""
     bundle = Path(bundle_dir)
-    ir = AuditIR.model_validate(read_json(bundle / "ir.json"))
+    ir_dump = read_json(bundle / "ir.json")
+    ir = AuditIR.model_validate(ir_dump)
     tables = read_tables(bundle)
+    tables["_inputs"] = read_inputs(bundle, ir_dump)
     run_info = read_json(bundle / "run.json")
     res, derived, ctx = _compute(ir, tables, progress, True)
     excl = _exclusions(ctx, tables["exclusions"])
@@ -343,7 +352,12 @@ def analyse(bundle_dir: Path, progress: bool = True) -> dict:
         write_parquet(table, tdir / f"{name}.parquet")
         names[name] = f"tables/{name}.parquet"
     write_parquet(rows_table(_records(excl), schema=SCHEMAS["exclusions"]), tdir / "exclusions.parquet")
-    n_excl = excl.groupby("arm").size().to_dict() if len(excl) else {}
+    # images, not entries: one image can be excluded from several statistics
+    n_excl: dict = {}
+    for r in excl.to_dict(orient="records") if len(excl) else []:
+        ident = r.get("image_id") if isinstance(r.get("image_id"), str) else f"row {r.get('row')}"
+        n_excl.setdefault(r["arm"], set()).add(ident)
+    n_excl = {k: len(v) for k, v in n_excl.items()}
     arms = {}
     for name, arm in ir.arms.items():
         a = ctx.arm(name)
@@ -373,6 +387,6 @@ def analyse(bundle_dir: Path, progress: bool = True) -> dict:
         "precomputed": run_info.get("precomputed", []),
     }
     results = clean(results)
-    (bundle / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False), encoding="utf-8")
+    write_atomic(bundle / "results.json", json.dumps(results, indent=2, allow_nan=False))
     # Where the bundle is, for callers only: results.json stays independent of its location.
     return {**results, "bundle": str(bundle)}

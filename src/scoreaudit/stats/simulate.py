@@ -59,9 +59,16 @@ def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
         crossed: tuple[str, ...] = ()
         man = arm.call.params.get("manifest")
         if man and spec_path is not None:
+            import io
+
+            from scoreaudit.safeio import inside, read_regular
+
             p = Path(spec_path).parent / man
             try:
-                df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+                if not inside(p, Path(spec_path).resolve().parent):  # the one containment check
+                    raise ValueError("manifest outside the project folder")
+                buf = io.BytesIO(read_regular(p))  # never blocks on a FIFO
+                df = pd.read_parquet(buf) if p.suffix == ".parquet" else pd.read_csv(buf)
                 col = arm.cluster
                 n_c = int(df[col].nunique()) if col and col in df else len(df)
                 per = max(1, round(len(df) / max(n_c, 1)))

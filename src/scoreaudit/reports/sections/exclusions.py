@@ -13,6 +13,7 @@ def exclusions(ctx) -> dict:
              "row": "\u2014" if e.get("row") is None else str(e.get("row")), "stage": e.get("stage") or "",
              "reason": e.get("reason") or ""} for e in ctx.results.get("exclusions") or []]
     arms = ctx.results.get("arms") or {}
-    return {"rows": rows, "by_stage": sorted(Counter(r["stage"] for r in rows).items()),
+    images = len({(r["arm"], r["image_id"] if r["image_id"] != "\u2014" else f"row {r['row']}") for r in rows})
+    return {"rows": rows, "n_images": images, "by_stage": sorted(Counter(r["stage"] for r in rows).items()),
             "arms": [{"name": n, "kind": a.get("kind", ""), "images": a.get("n_images"), "clusters": a.get("n_clusters"),
                       "excluded": a.get("n_excluded")} for n, a in arms.items()]}

@@ -13,8 +13,8 @@ LOCK_HEADINGS = {
     "pre-registered": ("Pre-registered", "The hypotheses were locked before any image was scored."),
     "not pre-registered": ("Not pre-registered", "The hypotheses were not locked before scoring began: "
                            "read the outcomes as exploratory."),
-    "deviation": ("DEVIATION from the pre-registration", "The hypotheses that ran differ from the ones locked. "
-                  "Outcomes of the hypotheses listed below were not pre-registered as run."),
+    "deviation": ("DEVIATION from the pre-registration", "The audit that ran differs from the one locked. "
+                  "Outcomes that depend on the items listed below were not pre-registered as run."),
 }
 CHANGE_WORDS = {"added": "added after locking", "removed": "locked but removed", "changed": "changed after locking"}
 
@@ -33,8 +33,12 @@ def preregistration(ctx) -> dict:
         "locked_at": lock.get("locked_at"),
         "first_score_at": lock.get("first_score_at"),
         "deviations": [{"hypothesis": d.get("hypothesis", "?"), "change": d.get("change", "changed"),
+                        "item": d.get("item") or d.get("hypothesis", "?"),
+                        "locked": d.get("locked"), "current": d.get("current"),
                         "words": CHANGE_WORDS.get(d.get("change"), d.get("change", ""))}
                        for d in lock.get("deviations") or []],
+        "attestation": lock.get("attestation") or "",
+        "lock_sha256": lock.get("lock_sha256"),
     }
 
 

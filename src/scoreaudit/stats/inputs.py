@@ -1,0 +1,60 @@
+"""External tables a statistic reads (`correlate(..., table:)`), kept inside the bundle.
+
+A bundle is data: `scoreaudit report` and `verify` read only files inside the
+bundle folder. So `run` copies every table a statistic names into
+`inputs/` under a name derived from the spec's text for it (never from a
+path, so a crafted ir.json cannot point outside), and the statistics read
+the copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+INPUTS_DIR = "inputs"
+SUFFIXES = (".csv", ".tsv", ".parquet")
+
+
+def input_name(table: str) -> str:
+    """Bundle-relative name of the copy of the table the spec calls `table`."""
+    suffix = Path(table).suffix.lower()
+    suffix = suffix if suffix in SUFFIXES else ".csv"
+    return f"{INPUTS_DIR}/{hashlib.sha256(table.encode('utf-8')).hexdigest()[:20]}{suffix}"
+
+
+def table_params(node: Any) -> Iterator[str]:
+    """Every `table:` value of a statistic call anywhere in a dumped IR (or part of one)."""
+    if isinstance(node, dict):
+        params = node.get("params")
+        if "name" in node and isinstance(params, dict) and isinstance(params.get("table"), str):
+            yield params["table"]
+        for v in node.values():
+            yield from table_params(v)
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            yield from table_params(v)
+
+
+def read_inputs(bundle: Path, ir_dump: dict) -> dict[str, pd.DataFrame]:
+    """The spec's `table:` name → DataFrame, read from the bundle's copies (missing copies are left out)."""
+    from scoreaudit.safeio import read_regular
+
+    out: dict[str, pd.DataFrame] = {}
+    for table in dict.fromkeys(table_params(ir_dump)):
+        path = Path(bundle) / input_name(table)
+        try:
+            data = read_regular(path)
+        except OSError:
+            continue
+        try:
+            buf = io.BytesIO(data)
+            out[table] = (pd.read_parquet(buf) if path.suffix == ".parquet"
+                          else pd.read_csv(buf, sep="\t" if path.suffix == ".tsv" else ","))
+        except Exception:  # a malformed copy: the estimator reports the table as unreadable
+            continue
+    return out
