@@ -11,6 +11,7 @@ import pytest
 from hardening_helpers import project
 from scoreaudit import api, cli
 from scoreaudit.compiler.lock import lock_items
+from scoreaudit.exitcodes import Exit
 from scoreaudit.reports.lock import LockRefused, lock_path, lock_status, write_lock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +96,7 @@ def test_lock_refuses_when_scores_exist_and_records_after_scoring(tmp_path, caps
     spec = project(tmp_path / "p")
     assert cli.main(["run", str(spec), "--quiet"]) == 0  # default cache next to the spec, bundle under out/
     capsys.readouterr()
-    assert cli.main(["lock", str(spec)]) == 1
+    assert cli.main(["lock", str(spec)]) == Exit.USAGE
     assert "--after-scoring" in capsys.readouterr().err and not lock_path(spec).exists()
     with pytest.raises(LockRefused):
         write_lock(spec)
