@@ -74,7 +74,7 @@ def test_terminal_output_of_data_is_escaped(tmp_path, capsys):
 
 
 def test_titles_cannot_hold_line_breaks_and_run_log_fields_stay_on_one_line(tmp_path):
-    from scoreaudit.runtime.keys import step_key
+    from scoreaudit.keys import step_key
     from scoreaudit.runtime.runlog import RunLog
 
     checked = __import__("scoreaudit.api", fromlist=["check"]).check(

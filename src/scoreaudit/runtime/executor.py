@@ -584,15 +584,16 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             print(f"warning: {safe_text(w)}", file=sys.stderr)
         if len(warnings) > 20:
             print(f"warning: ... and {len(warnings) - 20} more (run.log lists them all)", file=sys.stderr)
-    if cache.corrupt:  # reported in run.log, run.json and on the terminal; their steps were recomputed
-        log.note(f"warning: {len(cache.corrupt)} cached value(s) failed their checksum and were recomputed")
+    corrupt = getattr(cache, "corrupt", {})  # a Ray shard cache has none
+    if corrupt:  # reported in run.log, run.json and on the terminal; their steps were recomputed
+        log.note(f"warning: {len(corrupt)} cached value(s) failed their checksum and were recomputed")
         import sys
 
-        print(f"warning: {len(cache.corrupt)} cached value(s) in {cache_path} were corrupt "
+        print(f"warning: {len(corrupt)} cached value(s) in {cache_path} were corrupt "
               "(checksum mismatch); their steps were recomputed and the values replaced", file=sys.stderr)
     counts = {"images": {a: images.get(a, 0) for a in ir.arms},
               "excluded": {a: len(excluded.get(a, ())) for a in ir.arms},
-              "rows": tables.counts(), "steps": log.summary(), "corrupt_cache_values": len(cache.corrupt)}
+              "rows": tables.counts(), "steps": log.summary(), "corrupt_cache_values": len(corrupt)}
     log.note(f"finished {finished}; steps {json.dumps(counts['steps'], sort_keys=True)}")
     log.close()
     run = {"first_score_at": first, "device": dev, "started_at": started, "finished_at": finished,

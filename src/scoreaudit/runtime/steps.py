@@ -79,7 +79,7 @@ class Lookup:
         self._later: list[StepKey] = []
         self._reasons = ctx.cache.reasons(s for s in steps if s.key not in found)
         for s in steps:
-            if s.key in ctx.cache.corrupt:  # its stored value failed its checksum: recomputed and replaced
+            if s.key in getattr(ctx.cache, "corrupt", {}):  # its stored value failed its checksum: recomputed and replaced
                 self._reasons[s.slot] = "cached value corrupt"
         for s in steps:
             if s.key in found:
