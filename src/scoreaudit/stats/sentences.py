@@ -74,6 +74,9 @@ def cell_sentence(cell: dict) -> str:
         return text
     where, scorer, outcome = _where(cell), cell.get("scorer", "?"), cell.get("outcome") or "inconclusive"
     name = stat_name(statistic)
+    params = cell.get("params") or {}
+    if statistic == "curve" and params.get("dose") is not None:  # a curve cell is one dose: name it
+        name = f"{name} of {params.get('operator', '?')} at dose {fmt.plain(params['dose'])}"
     detail = cell.get("detail") or {}
     if statistic == "transfers":
         inner = stat_name(detail.get("statistic") or "")
