@@ -130,9 +130,12 @@ def manifest_of(st, arm_name: str):
         p.relative_to(root)
     except ValueError:
         return None
-    if not p.is_file():
+    try:  # is_file() raises for some errors (e.g. a name too long): any unreadable path means "unknown here"
+        if not p.is_file():
+            return None
+        stat = p.stat()
+    except OSError:
         return None
-    stat = p.stat()
     return _read_manifest(str(p), stat.st_mtime, stat.st_size)
 
 
