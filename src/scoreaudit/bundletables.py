@@ -178,10 +178,12 @@ def rows_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None 
 
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Fixed settings and no metadata; written to a temporary file, then renamed into place."""
-    from scoreaudit.safeio import temp_path
+    import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)  # beside the target, then renamed over it: a link at `path` is replaced, not followed
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)  # beside the target, then renamed over it: a link at `path` is replaced, not followed
     try:
         pq.write_table(table.replace_schema_metadata(None), tmp, compression="zstd", compression_level=3,
                        use_dictionary=True, write_statistics=True, version="2.6",
