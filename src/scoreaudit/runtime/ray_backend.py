@@ -190,7 +190,6 @@ def _register(entries: list) -> None:
 def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
     """One batch on a worker: the local executor's `_batch`, with its effects returned as data."""
     from scoreaudit.diagnostics import DiagnosticError
-    from scoreaudit.runtime.executor import ArmRunner
     from scoreaudit.runtime.measure_steps import measure_specs
     from scoreaudit.runtime.region_steps import RegionSteps
     from scoreaudit.runtime.scoring import ScorerSlot
@@ -214,7 +213,9 @@ def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
     ident = repr(sorted(regions.params.items())) + common["device"]
     regions._evaluator = _WORKER.get(("regions", ident))
     arm = ir.arms[common["arm"]]
-    runner = ArmRunner(ctx, regions, slots, specs, common["pre"], arm.name, common["operators"])
+    # the driver's runner class travels with the batch (by reference), so this module needs no
+    # import of the executor that imports it
+    runner = common["runner_cls"](ctx, regions, slots, specs, common["pre"], arm.name, common["operators"])
     error = None
     try:
         runner._batch(arm, common["manifest"], records, arm.source == "images")
@@ -338,7 +339,7 @@ class RayBackend:
                           "slots": [s.name for s in runner.slots], "specs": [s.name for s in runner.specs],
                           "operators": tuple(op.name for op in runner.operators), "device": ctx.device,
                           "spec_dir": ctx.spec_dir, "policies": ctx.policies, "manifests": ctx.manifests,
-                          "entries": self.entries})
+                          "entries": self.entries, "runner_cls": type(runner)})
         refs: dict[int, Any] = {}
         nxt = 0
         for k, todo in enumerate(batches):
