@@ -116,13 +116,19 @@ def test_correlate_table_outside_is_refused(tmp_path, capsys, table):
     assert rc == Exit.SPEC and "E0707" in err, err
 
 
-def test_correlate_reads_only_the_bundles_copy(tmp_path, capsys):
+def _correlate_bundle(tmp_path):
+    """A project with a correlate table, run into tmp_path/out: (project folder, bundle folder)."""
     d = tmp_path / "p"
     project(d)
     (d / "t.csv").write_text("tone,v\nlight,1\nmedium,2\ndark,3\n")
     (d / "c.audit").write_text(CORRELATE_SPEC.replace("TABLE", "t.csv"))
     out = tmp_path / "out"
     assert cli.main(["run", str(d / "c.audit"), "--out", str(out), "--quiet"]) == 0
+    return d, out
+
+
+def test_correlate_reads_only_the_bundles_copy(tmp_path, capsys):
+    d, out = _correlate_bundle(tmp_path)
     copies = list((out / "inputs").iterdir())
     assert len(copies) == 1 and copies[0].read_bytes() == (d / "t.csv").read_bytes()
     # the bundle moves elsewhere and the project is gone: verify still recomputes from the copy
@@ -133,12 +139,7 @@ def test_correlate_reads_only_the_bundles_copy(tmp_path, capsys):
 
 
 def test_a_crafted_bundle_cannot_read_outside_itself(tmp_path, capsys):
-    d = tmp_path / "p"
-    project(d)
-    (d / "t.csv").write_text("tone,v\nlight,1\nmedium,2\ndark,3\n")
-    (d / "c.audit").write_text(CORRELATE_SPEC.replace("TABLE", "t.csv"))
-    out = tmp_path / "out"
-    assert cli.main(["run", str(d / "c.audit"), "--out", str(out), "--quiet"]) == 0
+    d, out = _correlate_bundle(tmp_path)
     ir = json.loads((out / "ir.json").read_text())
     ir["source_path"] = "/etc/passwd"
     (out / "ir.json").write_text(json.dumps(ir))
