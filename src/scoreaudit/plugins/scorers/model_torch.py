@@ -90,35 +90,34 @@ class Preprocess:
         b = (-torch.tensor(self.mean, dtype=torch.float64) / std).float().view(1, 3, 1, 1).to(device)
         return a, b
 
-    def _resize_uint8(self, x: torch.Tensor, h: int, w: int) -> torch.Tensor:
-        """uint8 N×3×H×W (channels-last view) → uint8, on the CPU.
-
-        torch's uint8 antialiased kernel rounds and clamps between its two passes
-        as PIL does, so it reproduces PIL's bicubic/bilinear resize (≤ 1 level apart,
-        typically on < 1 % of pixels, against ~20 % for a float resize rounded
-        afterwards) and is ~10× faster than converting the full-size images to float.
-        """
-        if x.shape[-2:] == (h, w):
-            return x
-        return F.interpolate(x, size=(h, w), mode=self.interpolation, align_corners=False, antialias=True)
-
     def group(self, arrs: Sequence[np.ndarray], device: str) -> torch.Tensor:
         """Same-sized uint8 H×W×3 images → float32 N×3×crop×crop, normalised (one resize call per group)."""
-        x = torch.from_numpy(np.stack(arrs)).permute(0, 3, 1, 2)  # uint8, channels-last view; np.stack copies
-        h, w = arrs[0].shape[:2]
+        x = torch.from_numpy(np.stack(arrs))  # uint8; np.stack copies
+        return self.tensor_group(x, device, uint8_kernel=True)
+
+    def tensor_group(self, x: torch.Tensor, device, uint8_kernel: bool) -> torch.Tensor:
+        """uint8 N×H×W×3 tensor (one shape) → float32 N×3×crop×crop normalised on `device`.
+
+        The one implementation of the official geometry, for host images and device images alike.
+        A uint8 resize (`round_uint8`) runs where `x` is: torch's uint8 antialiased kernel rounds
+        and clamps between its two passes as PIL does (≤ 1 level apart, typically on < 1 % of pixels,
+        against ~20 % for a float resize rounded afterwards), and only the small crop then travels to
+        `device`. Where that kernel is missing (CUDA, `uint8_kernel=False`) the resize runs in float32
+        and is rounded and clamped to 8-bit levels before the crop. HPSv2 (`longest_pad`) resizes the
+        [0, 1] float tensor unrounded on `device`, as its official pipeline does.
+        """
+        x = x.permute(0, 3, 1, 2)  # channels-last view
+        h, w = x.shape[-2:]
         if self.mode == "longest_pad":
-            x = x.to(device).float().div_(255.0)  # HPSv2 resizes the [0, 1] float tensor, unrounded
+            x = x.to(device).float().div_(255.0)
             scale = self.size / float(max(h, w))
-            if scale != 1.0:
-                nh, nw = round(h * scale), round(w * scale)
-                x = self._resize(x, nh, nw)
-            else:
-                nh, nw = h, w
+            nh, nw = (round(h * scale), round(w * scale)) if scale != 1.0 else (h, w)
+            x = self._resize(x, nh, nw)
             ph, pw = self.size - nh, self.size - nw
             if ph or pw:
                 x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
-            mean = torch.tensor(self.mean, device=device).view(1, 3, 1, 1)
-            std = torch.tensor(self.std, device=device).view(1, 3, 1, 1)
+            mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
+            std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
             return (x - mean) / std
         if self.mode == "squash":
             nh = nw = self.size
@@ -126,10 +125,13 @@ class Preprocess:
             nh, nw = self.size, int(self.size * w / h)
         else:
             nh, nw = int(self.size * h / w), self.size
-        if self.round_uint8:
-            x = self._resize_uint8(x, nh, nw)  # CPU; only the small result travels to the device
-        else:
+        if not self.round_uint8:
             x = self._resize(x.to(device).float(), nh, nw)
+        elif (nh, nw) != (h, w):
+            if uint8_kernel:
+                x = self._resize(x, nh, nw)
+            else:
+                x = torch.round(self._resize(x.float(), nh, nw)).clamp(0, 255)
         c = self.crop
         if nh < c or nw < c:  # torchvision pads with zeros when the image is smaller than the crop
             ph, pw = max(c - nh, 0), max(c - nw, 0)
@@ -139,9 +141,9 @@ class Preprocess:
             top, left = int(round((nh - c) / 2.0)), int(round((nw - c) / 2.0))
         else:
             top, left = (nh - c) // 2, (nw - c) // 2
-        x = x[..., top : top + c, left : left + c]
-        a, b = self._affine(device)
-        return torch.addcmul(b, x.to(device).float(), a)
+        x = x[..., top : top + c, left : left + c].to(device)
+        a, b = self._affine(x.device)
+        return torch.addcmul(b, x.float(), a)
 
     def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
         """Images of one shape are resized together (an audit's variants share their base image's size).

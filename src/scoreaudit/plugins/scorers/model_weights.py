@@ -308,7 +308,7 @@ def load_state_dict(path: Path, label: str) -> dict:
             raise WeightsError(
                 f"{label}: {path} needs full unpickling (it stores Python objects, not only tensors), and "
                 "scoreaudit loads checkpoints only with torch.load(weights_only=True) because unpickling can "
-                "run arbitrary code. If you trust the file, convert it once: "
+                "run arbitrary code. Only for a file you trust (its author and where it came from), convert it once: "
                 "torch.save(torch.load(path, weights_only=False)['state_dict' or model].state_dict(), new_path), "
                 "or save it as .safetensors, and pass the new file as weights."
             ) from None
