@@ -83,16 +83,17 @@ def region_text(expr) -> str:
     return f"({region_text(expr.left)}) {'&' if expr.op == 'and' else '|'} ({region_text(expr.right)})"
 
 
-def _table_params(node: Any) -> Iterator[str]:
+def table_params(node: Any) -> Iterator[str]:
+    """Every `table:` value of a statistic call anywhere in a dumped IR (or part of one)."""
     if isinstance(node, dict):
         params = node.get("params")
         if "name" in node and isinstance(params, dict) and isinstance(params.get("table"), str):
             yield params["table"]
         for v in node.values():
-            yield from _table_params(v)
+            yield from table_params(v)
     elif isinstance(node, (list, tuple)):
         for v in node:
-            yield from _table_params(v)
+            yield from table_params(v)
 
 
 def data_paths(ir: irm.AuditIR) -> list[str]:
@@ -109,7 +110,7 @@ def data_paths(ir: irm.AuditIR) -> list[str]:
         v = getattr(ir.settings, key)
         if isinstance(v, str):
             out.append(v)
-    out += list(_table_params(ir.model_dump(mode="json")["hypotheses"]))
+    out += list(table_params(ir.model_dump(mode="json")["hypotheses"]))
     return list(dict.fromkeys(out))
 
 

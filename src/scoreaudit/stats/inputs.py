@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import io
 from pathlib import Path
-from typing import Any, Iterator
 
 import pandas as pd
+
+from scoreaudit.compiler.lock import table_params  # noqa: F401 - the one walker; executor imports it from here
 
 INPUTS_DIR = "inputs"
 SUFFIXES = (".csv", ".tsv", ".parquet")
@@ -25,19 +26,6 @@ def input_name(table: str) -> str:
     suffix = Path(table).suffix.lower()
     suffix = suffix if suffix in SUFFIXES else ".csv"
     return f"{INPUTS_DIR}/{hashlib.sha256(table.encode('utf-8')).hexdigest()[:20]}{suffix}"
-
-
-def table_params(node: Any) -> Iterator[str]:
-    """Every `table:` value of a statistic call anywhere in a dumped IR (or part of one)."""
-    if isinstance(node, dict):
-        params = node.get("params")
-        if "name" in node and isinstance(params, dict) and isinstance(params.get("table"), str):
-            yield params["table"]
-        for v in node.values():
-            yield from table_params(v)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            yield from table_params(v)
 
 
 def read_inputs(bundle: Path, ir_dump: dict) -> dict[str, pd.DataFrame]:
