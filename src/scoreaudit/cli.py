@@ -165,6 +165,9 @@ def summary_lines(results: dict, paths: list[Path]) -> list[str]:
         else:
             failed = [c.get("name", "?") for c in v.get("conditions") or [] if not c.get("held")]
             lines.append(f"verdict {axis}: stress test only" + (f" ({', '.join(failed)} not met)" if failed else ""))
+    for w in results.get("warnings") or []:  # the statistics' warnings (W0421 ...); the runtime's went to stderr
+        if isinstance(w, dict):
+            lines.append(f"warning[{w.get('code', '?')}]: {safe_text(str(w.get('message', '')))}")
     for p in paths:
         lines.append(f"{p.suffix[1:].upper()} report: {p}")
     return lines
@@ -186,6 +189,7 @@ def cmd_run(args) -> int:
             "verdicts": [{"measure": v.get("measure"), "operator": v.get("operator"), "verdict": v.get("verdict")}
                          for v in results.get("verdicts") or []],
             "fail_on": {"outcomes": list(args.fail_on), "cells": [c.get("id") for c in triggered]},
+            "warnings": [w for w in results.get("warnings") or [] if isinstance(w, dict)],
         }, indent=2))
     else:
         print("\n".join(summary_lines(results, paths)))

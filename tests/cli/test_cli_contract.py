@@ -138,3 +138,41 @@ def test_cli_goes_through_the_api_facade_only():
     imports = set(re.findall(r"^\s*(?:from|import) (scoreaudit[\w.]*)", src, re.M))
     # the language server is another front end over the same facade (it imports api itself), not a layer
     assert imports <= {"scoreaudit", "scoreaudit.diagnostics", "scoreaudit.exitcodes", "scoreaudit.lsp.server"}, imports
+
+
+def test_statistics_stage_prints_progress_lines_off_a_terminal(monkeypatch, capsys, tmp_path):
+    """The statistics stage (and its robustness seeds) say where they are in a CI log, like the runtime stages."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(ROOT / "tests" / "reports"))
+    from real_bundle import planted_bundle
+
+    from scoreaudit.stats.engine import analyse
+
+    monkeypatch.setenv("SCOREAUDIT_PROGRESS_SECONDS", "3600")  # only the completion line of each stage
+    d = planted_bundle(tmp_path / "b", clusters=12, bootstrap=100)
+    ir = json.loads((d / "ir.json").read_text())
+    ir["settings"]["robustness"] = 3  # two more seeds: their stage reports too
+    (d / "ir.json").write_text(json.dumps(ir))
+    capsys.readouterr()
+    res = analyse(d, progress=True)  # pytest's captured stderr is not a terminal
+    err = capsys.readouterr().err
+    n = len(res["cells"])
+    assert f"progress: statistics: cells {n}/{n} (100%)" in err and "\x1b" not in err
+    assert "progress: statistics: robustness seeds 2/2 (100%)" in err
+    analyse(d, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_simulate_prints_progress_lines_off_a_terminal(monkeypatch, capsys):
+    from scoreaudit.plainprogress import stage_bar
+
+    monkeypatch.setenv("SCOREAUDIT_PROGRESS_SECONDS", "0")
+    bar = stage_bar(True, "simulate", 3)
+    for _ in range(3):
+        bar.advance(1, "ignored off a terminal")
+    bar.close()
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [ln.split(" (")[0] for ln in lines] == ["progress: simulate 1/3", "progress: simulate 2/3",
+                                                    "progress: simulate 3/3"]
+    assert stage_bar(False, "simulate", 3) is None

@@ -38,6 +38,10 @@ def test_run_prints_counts_refuted_sentences_verdicts_and_paths(demo, capsys):
     for v in res["verdicts"]:
         assert f"verdict {v['measure']} x {v['operator']}: " in printed
     assert f"HTML report: {out / 'report.html'}" in printed
+    # the statistics' warnings (W0421: few clusters under `scale: sd`) are said too, not only written to JSON
+    assert res["warnings"], "the small demo has few clusters: W0421 expected"
+    for w in res["warnings"]:
+        assert f"warning[{w['code']}]: {w['message']}" in printed
 
 
 def test_fail_on_list_exits_4_and_names_the_cells(demo, capsys):
@@ -60,3 +64,4 @@ def test_run_format_json(demo, capsys):
     res = json.loads((out / "results.json").read_text())
     assert sum(doc["outcomes"].values()) == len(res["cells"])
     assert doc["reports"] == [str(out / "report.html")]
+    assert doc["warnings"] == res["warnings"]

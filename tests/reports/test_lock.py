@@ -127,3 +127,38 @@ def test_cli_lock(spec, capsys):
 
     assert main(["lock", str(spec)]) == 0
     assert "locked:" in capsys.readouterr().out and lock_path(spec).exists()
+
+
+def test_the_deviation_box_shows_each_deviation_once_with_locked_and_current_text(spec, tmp_path):
+    """The report's box: every changed item once (in the table, not again in a sentence above it), its locked
+    and current text side by side with the changed words marked, the lock's hash in the small print."""
+    import re
+
+    from fixture_bundle import BUILDERS
+    from scoreaudit.reports.context import ReportContext
+    from scoreaudit.reports.render import render_html
+
+    write_lock(spec, now=EARLIER)
+    spec.write_text(spec.read_text().replace("abs(asymmetry(light)) < 0.05", "abs(asymmetry(light)) < 0.10")
+                    .replace("alpha: 0.05", "alpha: 0.1"))
+    st = lock_status(spec, _ir(spec), first_score_at=LATER)
+    assert st["status"] == "deviation" and {d["item"] for d in st["deviations"]} == {"hypothesis H2", "setting alpha"}
+    d = BUILDERS["skin_tone"](tmp_path / "b")
+    res = json.loads((d / "results.json").read_text())
+    res["lock"] = st
+    (d / "results.json").write_text(json.dumps(res))
+    html = render_html(ReportContext.load(d))
+    box = html[html.index('<section id="preregistration"'):]
+    box = box[:box.index("</section>")]
+    text = re.sub(r"<[^>]+>", "", box)
+    for item in ("hypothesis H2", "setting alpha"):
+        assert text.count(item) == 1, (item, text)
+    assert "2 items differ from the lock" in text
+    rows = re.findall(r"<tr>(.*?)</tr>", box, re.S)
+    h2 = next(r for r in rows if "hypothesis H2" in r)
+    locked, now = re.findall(r"<td[^>]*><code>(.*?)</code></td>", h2)
+    assert "<mark>0.05</mark>" in locked and "<mark>0.10</mark>" in now  # the change, marked
+    assert "asymmetry(light)" in re.sub(r"<[^>]+>", "", locked)  # the rest unmarked, in full
+    alpha = next(r for r in rows if "setting alpha" in r)
+    assert "<mark>0.05</mark>" in alpha and "<mark>0.1</mark>" in alpha
+    assert st["lock_sha256"] in box and "self-attested" in text

@@ -93,8 +93,8 @@ def test_preregistration_states(bundles):
     cross = _html(bundles["cross_image"])
     assert "DEVIATION from the pre-registration" in cross
     block = cross[cross.index('id="preregistration"'): cross.index('id="verdict"')]
-    assert "<strong>H2</strong></td><td>changed after locking" in block
-    assert "<strong>H7</strong></td><td>added after locking" in block
+    assert re.search(r'<strong>H2</strong></td><td data-label="Change">changed after locking', block)
+    assert re.search(r'<strong>H7</strong></td><td data-label="Change">added after locking', block)
 
 
 def test_exclusions_list_every_image_with_reason(bundles):

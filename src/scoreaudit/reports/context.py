@@ -41,6 +41,7 @@ class ReportContext:
     ir: dict = field(default_factory=dict)
     spec_text: str = ""
     thumbnails: dict = field(default_factory=dict)  # thumbnails.json: operator -> one image at every dose
+    run: dict = field(default_factory=dict)  # run.json: the runtime's record (its `warnings` reach the report)
 
     @classmethod
     def load(cls, bundle_dir: Path) -> "ReportContext":
@@ -70,8 +71,10 @@ class ReportContext:
             spec_text = (results.get("spec") or {}).get("text") or ""
         thumbs_path = bundle_dir / "thumbnails.json"
         thumbs = load_json(thumbs_path) if thumbs_path.exists() else {}
+        run_path = bundle_dir / "run.json"
+        run = load_json(run_path) if run_path.exists() else {}
         return cls(bundle_dir=bundle_dir, results=results, ir=ir or {}, spec_text=spec_text,
-                   thumbnails=thumbs if isinstance(thumbs, dict) else {})
+                   thumbnails=thumbs if isinstance(thumbs, dict) else {}, run=run if isinstance(run, dict) else {})
 
     # ------------------------------------------------------------ lookups
 

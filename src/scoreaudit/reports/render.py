@@ -65,7 +65,8 @@ def build_sections(ctx: ReportContext) -> tuple[list[RenderedSection], list[str]
     for entry in load_sections():
         data = entry.impl(ctx)
         if data is None:
-            omitted.append(entry.meta.get("title", entry.name))
+            if entry.meta.get("listed", True):
+                omitted.append(entry.meta.get("title", entry.name))
             continue
         shown.append(RenderedSection(entry.name, entry.meta.get("title", entry.name), entry.meta["template"], data))
     return shown, omitted

@@ -333,6 +333,22 @@ def _missing_column(kind: Kind, shown: str, role: str, names: Sequence[str], ava
                f"a {kind.kind} table has columns {layout(kind)}"))
 
 
+def _near_miss(name: str, columns: Sequence[str]) -> str | None:
+    """A column that is almost certainly `name` misspelled (`operater`, `Operator`, `operators`).
+
+    Stricter than did-you-mean (ratio ≥ 0.75, case folded), because an optional column's near-miss is
+    reported as an error even though the table has no column of that name.
+    """
+    import difflib
+
+    best, score = None, 0.0
+    for c in columns:
+        r = difflib.SequenceMatcher(None, name, str(c).strip().lower()).ratio()
+        if r > score:
+            best, score = c, r
+    return best if score >= 0.75 else None
+
+
 def layout(kind: Kind) -> str:
     return f"id, operator, dose, {kind.name[0]}, {kind.value[0]} (+ optional arm, side)"
 
@@ -377,6 +393,17 @@ def read_long_table(path: str | Path, kind: str, *, spec_dir: str | Path = ".", 
     if arm is None and cols["arm"] is None:
         diags.append(_missing_column(k, shown, "the arm of each row", ("arm",), rec.columns,
                                      f", or declare the table on its arm: `images(..., {kind}: \"{shown}\")`"))
+    if cols["operator"] is None:  # optional, so a misspelling would silently read every row as an original
+        used = {c for c in cols.values() if c is not None}
+        near = _near_miss("operator", [c for c in rec.columns if c not in used])
+        if near is not None:
+            diags.append(Diagnostic(
+                "E0803", "error", f"{k.kind} table {shown} has no 'operator' column (the operator of each row)",
+                path=shown,
+                help=f"did you mean '{near}'? Rename the column to 'operator' (without it every row is read "
+                     f"as a {k.noun} of the unaltered image)",
+                notes=(f"the table's columns are: {', '.join(rec.columns)}",
+                       f"a {k.kind} table has columns {layout(k)}")))
     if cols["operator"] is not None and cols["dose"] is None:
         ops = (rec.frame[cols["operator"]].to_list() if isinstance(rec, Columns)
                else [r.get(cols["operator"]) for _, r in rec.rows])

@@ -10,40 +10,10 @@ each stage prints a plain line every `SCOREAUDIT_PROGRESS_SECONDS` (default
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from typing import Any
 
-
-class PlainLines:
-    """Periodic `stage done/total (pct) rate` lines on a stream (no control codes)."""
-
-    def __init__(self, stream=None, every: float | None = None):
-        self.stream = stream or sys.stderr
-        self.every = float(os.environ.get("SCOREAUDIT_PROGRESS_SECONDS", "10")) if every is None else every
-        self.tasks: dict[str, list] = {}  # label -> [done, total, started, last printed]
-
-    def add(self, label: str, total: int) -> None:
-        now = time.monotonic()
-        self.tasks[label] = [0, int(total), now, now]
-
-    def advance(self, label: str, n: int) -> None:
-        t = self.tasks[label]
-        t[0] += n
-        now = time.monotonic()
-        if t[0] >= t[1] or now - t[3] >= self.every:
-            t[3] = now
-            self.line(label)
-
-    def line(self, label: str) -> None:
-        done, total, started, _ = self.tasks[label]
-        rate = done / max(time.monotonic() - started, 1e-9)
-        pct = f" ({100 * done / total:.0f}%)" if total else ""
-        print(f"progress: {label} {done}/{total}{pct} {rate:,.1f}/s", file=self.stream, flush=True)
-
-    def log(self, message: str) -> None:
-        print(message, file=self.stream, flush=True)
+from scoreaudit.plainprogress import PlainLines, terminal as _terminal  # noqa: F401  (PlainLines re-exported)
 
 
 class Progress:
@@ -101,10 +71,3 @@ class Progress:
             self._plain.log(message)
         if self._rich is not None:
             self._rich.console.print(message)
-
-
-def _terminal(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False

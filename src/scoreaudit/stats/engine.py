@@ -38,15 +38,10 @@ SD_MIN_CLUSTERS = 50
 
 
 def _progress(progress: bool, total: int, what: str):
-    if not progress:
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """A transient bar on a terminal, plain `progress:` lines off one (CI logs), None when off."""
+    from scoreaudit.plainprogress import stage_bar
 
-    p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TextColumn("{task.fields[cell]}"), TimeElapsedColumn(), transient=True)
-    p.start()
-    p.add_task(what, total=total, cell="")
-    return p
+    return stage_bar(progress, what, total)
 
 
 def _family_key(family: str, cell) -> str:
@@ -78,15 +73,15 @@ def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
 
 def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False) -> list[dict]:
     """Estimates, p, q and outcomes for every cell (one family)."""
-    bar = _progress(progress, len(cells), "statistics")
+    bar = _progress(progress, len(cells), "statistics: cells")
     out = []
     for cell in cells:
         est = ctx.evaluate(cell.statistic, cell.arm, cell.scorer)
         out.append(_cell_dict(cell, est, ctx.alpha))
         if bar is not None:
-            bar.update(bar.task_ids[0], advance=1, cell=cell.id)
+            bar.advance(1, cell.id)
     if bar is not None:
-        bar.stop()
+        bar.close()
     # Multiplicity: one family per audit by default; `family:` splits it (spec/methods.md).
     families: dict[str, list[int]] = {}
     for k, (cell, c) in enumerate(zip(cells, out)):
@@ -156,12 +151,17 @@ def robustness(ir: AuditIR, tables, cells_out: list[dict], progress: bool = Fals
         return
     signs = [[np.sign(c["estimate"]) if c["estimate"] is not None else np.nan] for c in cells_out]
     outs = [[c["outcome"]] for c in cells_out]
+    bar = _progress(progress, S - 1, "statistics: robustness seeds")
     for k in range(1, S):
         ctx = StatContext(ir, tables, seed=_derived_seed(ir.settings.seed, k))
         again = evaluate_cells(ctx, ir.cells(), progress=False)
         for i, c in enumerate(again):
             signs[i].append(np.sign(c["estimate"]) if np.isfinite(c["estimate"]) else np.nan)
             outs[i].append(c["outcome"])
+        if bar is not None:
+            bar.advance(1, f"seed {k + 1} of {S}")
+    if bar is not None:
+        bar.close()
     for c, sg, oc in zip(cells_out, signs, outs):
         if c["test"]["kind"] == "claim":
             c["robustness"] = {"runs": S, "same_outcome_rate": float(np.mean([o == oc[0] for o in oc]))}

@@ -113,14 +113,9 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
     base_seed = ir.settings.seed if seed is None else seed
     cells = [c for c in ir.cells() if all(a in shapes for a in (c.arms or (c.arm,)) if a)]
     est_rows: dict[str, list[tuple]] = {c.id: [] for c in cells}
-    bar = None
-    if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from scoreaudit.plainprogress import stage_bar
 
-        bar = Progress(TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                       transient=True)
-        bar.start()
-        task = bar.add_task("simulate", total=reps)
+    bar = stage_bar(progress, "simulate", reps)  # plain `progress:` lines off a terminal
     for r in range(reps):
         rseed = int(np.random.SeedSequence([int(base_seed) % (2**63), 0x51, r]).generate_state(1)[0])
         tables = planted_tables(ir, shapes, truth, seed=rseed, model=model, sort=False)
@@ -130,9 +125,9 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
             lo, hi = c["_est"].interval(1 - ir.settings.alpha)
             est_rows[c["id"]].append((c["estimate"], lo, hi, c["outcome"]))
         if bar is not None:
-            bar.update(task, advance=1)
+            bar.advance(1)
     if bar is not None:
-        bar.stop()
+        bar.close()
     out = []
     for cell in cells:
         levels = {col: lv for sh in shapes.values() for col, lv in sh.strata.items()}

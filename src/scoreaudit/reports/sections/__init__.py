@@ -17,7 +17,12 @@ from scoreaudit.registry import sections as _registry
 Builder = Callable[[Any], "dict | None"]
 
 
-def section(name: str, *, order: int, title: str, first_screen: bool = False) -> Callable[[Builder], Builder]:
-    """Register `fn` as the builder of section `name` (template `sections/NAME.html.j2`)."""
+def section(name: str, *, order: int, title: str, first_screen: bool = False,
+            listed: bool = True) -> Callable[[Builder], Builder]:
+    """Register `fn` as the builder of section `name` (template `sections/NAME.html.j2`).
+
+    `listed=False`: when the builder returns None the section is simply absent (not named under
+    "not part of this audit"): for sections that only appear when there is something to say.
+    """
     return _registry.register(name, version="1", order=order, title=title, first_screen=first_screen,
-                              template=f"sections/{name}.html.j2")
+                              listed=listed, template=f"sections/{name}.html.j2")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections import Counter
 
 from scoreaudit.reports import fmt, labels
 from scoreaudit.reports.sections import section
-from scoreaudit.reports import sentences
 from scoreaudit.reports.sentences import OUTCOME_ICON, cell_sentence
+from scoreaudit.stats.sentences import signed  # one sentence source: which statistics carry a sign
 
 LOCK_HEADINGS = {
     "pre-registered": ("Pre-registered", "The hypotheses were locked before any image was scored."),
@@ -17,6 +19,29 @@ LOCK_HEADINGS = {
                   "Outcomes that depend on the items listed below were not pre-registered as run."),
 }
 CHANGE_WORDS = {"added": "added after locking", "removed": "locked but removed", "changed": "changed after locking"}
+
+
+_TOKENS = re.compile(r"\s+|[A-Za-z_][A-Za-z0-9_]*|-?[0-9][0-9.eE+-]*|.")
+
+
+def marked(a: str | None, b: str | None) -> tuple[list, list]:
+    """The locked and the current text as [(piece, changed)] runs: what differs is marked, so a reader
+    finds `>0` vs `>0.01` in a long hypothesis without comparing it character by character."""
+    if a is None or b is None:
+        return ([(a, False)] if a is not None else []), ([(b, False)] if b is not None else [])
+    ta, tb = _TOKENS.findall(a), _TOKENS.findall(b)
+    ra, rb = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        ra.append(("".join(ta[i1:i2]), op != "equal"))
+        rb.append(("".join(tb[j1:j2]), op != "equal"))
+    return [r for r in ra if r[0]], [r for r in rb if r[0]]
+
+
+def _deviation(d: dict) -> dict:
+    locked, current = marked(d.get("locked"), d.get("current"))
+    return {"hypothesis": d.get("hypothesis", "?"), "change": d.get("change", "changed"),
+            "item": d.get("item") or d.get("hypothesis", "?"), "locked": locked, "current": current,
+            "words": CHANGE_WORDS.get(d.get("change"), d.get("change", ""))}
 
 
 @section("preregistration", order=10, title="Pre-registration", first_screen=True)
@@ -32,11 +57,7 @@ def preregistration(ctx) -> dict:
         "detail": lock.get("detail") or "",
         "locked_at": lock.get("locked_at"),
         "first_score_at": lock.get("first_score_at"),
-        "deviations": [{"hypothesis": d.get("hypothesis", "?"), "change": d.get("change", "changed"),
-                        "item": d.get("item") or d.get("hypothesis", "?"),
-                        "locked": d.get("locked"), "current": d.get("current"),
-                        "words": CHANGE_WORDS.get(d.get("change"), d.get("change", ""))}
-                       for d in lock.get("deviations") or []],
+        "deviations": [_deviation(d) for d in lock.get("deviations") or []],
         "attestation": lock.get("attestation") or "",
         "lock_sha256": lock.get("lock_sha256"),
     }
@@ -200,19 +221,9 @@ def glance(ctx) -> dict | None:
             "note": labels.interval_note(ctx.alpha)}
 
 
-def _signed(statistic: str) -> bool:
-    """Whether the sentences print this statistic with a sign (the glance matrix shows it the same way)."""
-    unsigned = getattr(sentences, "UNSIGNED", None)  # the sentence module's own table, while it has one
-    if unsigned is not None:
-        return statistic not in unsigned
-    from scoreaudit.stats.sentences import signed  # one sentence source (stats), once it holds the rule
-
-    return signed(statistic)
-
-
 def _glance_entry(c: dict, i: int) -> dict:
     outcome = c.get("outcome") or "inconclusive"
-    number = fmt.signed if _signed(c.get("statistic") or "") else fmt.num
+    number = fmt.signed if signed(c.get("statistic") or "") else fmt.num
     est = c.get("estimate")
     return {"anchor": cell_anchor(i), "outcome": outcome, "icon": OUTCOME_ICON.get(outcome, "?"),
             "estimate": (c.get("detail") or {}).get("class") or fmt.UNDEFINED if est is None else number(est),
