@@ -202,7 +202,12 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    for p in api.render(args.dir, formats=args.formats.split(",") if args.formats else None):
+    formats = [f.strip() for f in args.formats.split(",")] if args.formats else None
+    unknown = sorted({f.lower() for f in formats or ()} - {"html", "pdf"})
+    if unknown:
+        raise UsageError(f"unknown report format(s) {', '.join(map(safe_text, unknown))}: use --formats html, pdf "
+                         "or html,pdf")
+    for p in api.render(args.dir, formats=formats):
         print(safe_text(str(p)))
     return Exit.OK
 

@@ -88,7 +88,10 @@ def safe_text(text: str, keep_newlines: bool = False) -> str:
 
     Newlines become `\\n` too unless `keep_newlines` (for text the tool itself laid out).
     """
-    text = _CONTROL.sub(_visible, str(text))
+    text = str(text)
+    if text.isprintable():  # the common case, in C: no control, separator or bidi character at all
+        return text
+    text = _CONTROL.sub(_visible, text)
     return text if keep_newlines else text.replace("\n", "\\n")
 
 

@@ -108,6 +108,9 @@ def read_text_regular(path: str | Path) -> str:
     return read_regular(path).decode("utf-8-sig")
 
 
+RUN_SUBFOLDERS = ("tables", "inputs", "generated")  # what `run` writes below its output folder
+
+
 def check_output_dir(out_dir: str | Path) -> Path:
     """Refuse an output folder that is a symlink, an existing non-folder, or holds symlinks; create it.
 
@@ -121,17 +124,17 @@ def check_output_dir(out_dir: str | Path) -> Path:
     if out.exists() and not out.is_dir():
         raise UnsafePath(f"output folder {out} exists and is not a folder: give another --out")
     out.mkdir(parents=True, exist_ok=True)
-    for sub in (out, out / "tables"):
-        if sub.is_symlink():
-            raise UnsafePath(f"{sub} is a symbolic link (to {os.readlink(sub)}); refusing to write through "
-                             "it: remove it or give another --out")
-        if not sub.is_dir():
-            continue
-        for entry in os.scandir(sub):
-            if entry.is_symlink():
-                raise UnsafePath(f"{Path(entry.path)} in the output folder is a symbolic link (to "
-                                 f"{os.readlink(entry.path)}); refusing to write through it: remove it "
-                                 "or give another --out")
+    # its entries and, links not followed, every subfolder a run writes into
+    entries = [e.path for e in os.scandir(out)]
+    for sub in RUN_SUBFOLDERS:
+        if os.path.isdir(out / sub) and not os.path.islink(out / sub):
+            for dirpath, dirnames, filenames in os.walk(out / sub, followlinks=False):
+                entries += [os.path.join(dirpath, name) for name in dirnames + filenames]
+    for entry in entries:
+        if os.path.islink(entry):
+            raise UnsafePath(f"{Path(entry)} in the output folder is a symbolic link (to "
+                             f"{os.readlink(entry)}); refusing to write through it: remove it "
+                             "or give another --out")
     if not os.access(out, os.W_OK | os.X_OK):
         raise PermissionError(13, "the output folder is not writable", str(out))
     return out

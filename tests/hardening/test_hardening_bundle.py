@@ -86,3 +86,76 @@ def test_a_missing_pdftotext_is_not_a_silent_pass(copy, monkeypatch, capsys):
     assert cli.main(["verify", str(copy)]) == Exit.ENVIRONMENT
     err = capsys.readouterr().err
     assert "not checked: report.pdf" in err
+
+
+# ---------------------------------------------------------------- hand-edited JSON: one line, never a traceback
+
+_WRONG = [None, 5, "x", [], {}, [1, "a"], {"a": None}, -1.5, True]
+
+
+def _edit(bundle: Path, name: str, path: tuple, value) -> None:
+    p = bundle / name
+    data = json.loads(p.read_text())
+    if not path:
+        data = value
+    else:
+        x = data
+        for k in path[:-1]:
+            x = x[k]
+        x[path[-1]] = value
+    p.write_text(json.dumps(data))
+
+
+def _paths(x, pre=()):
+    yield pre
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _paths(v, pre + (k,))
+    elif isinstance(x, list):
+        for i, v in enumerate(x[:3]):
+            yield from _paths(v, pre + (i,))
+
+
+def _report_and_verify(b: Path, capsys) -> list[tuple[str, int, str]]:
+    out = []
+    for cmd in ("report", "verify"):
+        capsys.readouterr()
+        rc = cli.main([cmd, str(b)])  # an exception here is the traceback a user would see
+        out.append((cmd, rc, capsys.readouterr().err))
+    return out
+
+
+def test_a_misshapen_results_json_is_one_line_naming_the_key(copy, capsys):
+    _edit(copy, "results.json", ("cells",), {"a": None})
+    (rep, rc, err), (ver, vrc, verr) = _report_and_verify(copy, capsys)
+    assert rc == Exit.IO and "results.json: 'cells' is an object" in err and "run the audit again" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert vrc == Exit.MISMATCH and "results.json: 'cells' is an object: not what `scoreaudit run` writes" in verr
+
+
+def test_unknown_report_format_is_a_usage_error(bundle, capsys):
+    assert cli.main(["report", str(bundle), "--formats", "html,docx"]) == Exit.USAGE
+    assert "unknown report format(s) docx" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["results.json", "ir.json", "manifest.json", "lock.json", "run.json"])
+def test_type_confused_bundle_json_never_gives_a_traceback(bundle, tmp_path, capsys, name):
+    """Every top-level key of each file, and 40 random deeper values, replaced by values of other JSON types."""
+    import random
+
+    rng = random.Random(name)
+    data = json.loads((bundle / name).read_text())
+    cases = [((), "[]"), ((), {})] + [((k,), rng.choice(_WRONG)) for k in data]
+    deep = [p for p in _paths(data) if len(p) >= 2]
+    cases += [(rng.choice(deep), rng.choice(_WRONG)) for _ in range(40 if deep else 0)]
+    for path, value in cases:
+        b = tmp_path / "b"
+        shutil.rmtree(b, ignore_errors=True)
+        shutil.copytree(bundle, b)
+        if value == "[]":
+            (b / name).write_text("[]")
+        else:
+            _edit(b, name, path, value)
+        for cmd, rc, err in _report_and_verify(b, capsys):
+            assert rc in (Exit.OK, Exit.MISMATCH, Exit.IO), (name, path, value, cmd, rc, err)
+            assert "Traceback" not in err

@@ -54,9 +54,6 @@ def _score_blob_flip(cache: Path) -> None:
     db.close()
 
 
-@pytest.mark.xfail(reason="the cached re-run replays rows from a memo keyed by file identity (runtime, plan15) "
-                          "without reading the cached values, so their checksums are not checked there yet",
-                   strict=False)
 def test_a_run_recomputes_a_corrupted_score_and_reports_it(tmp_path, capsys):
     spec = project(tmp_path / "p")
     cache = tmp_path / "c.sqlite"
@@ -101,3 +98,67 @@ def test_cache_error_is_a_diagnostic_with_what_to_do(tmp_path):
     with pytest.raises(CacheError) as e:
         Cache(bad)
     assert "delete the file" in str(e.value)
+
+
+def _all_intact(cache: Path) -> bool:
+    with Cache(cache) as c:
+        keys = [k for (k,) in c._query("SELECT key FROM entries")]
+        return not c.verify(keys)
+
+
+def test_a_damaged_memo_is_not_replayed(tmp_path, capsys):
+    """The memo itself is a cached value with a checksum: damaged, its image goes through its steps."""
+    spec = project(tmp_path / "p")
+    cache = tmp_path / "c.sqlite"
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
+    db = sqlite3.connect(cache)
+    key, blob = db.execute("SELECT key, value FROM entries WHERE kind='image' ORDER BY key LIMIT 1").fetchone()
+    bad = bytearray(blob)
+    bad[len(bad) // 2] ^= 0x04
+    db.execute("UPDATE entries SET value=? WHERE key=?", (bytes(bad), key))
+    db.commit()
+    db.close()
+    capsys.readouterr()
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "b"), "--cache", str(cache), "--quiet"]) == 0
+    assert "1 cached value(s)" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a/tables/scores.parquet"),
+                                  pd.read_parquet(tmp_path / "b/tables/scores.parquet"))
+    assert _all_intact(cache)
+
+
+def test_plan_cache_does_not_count_an_image_whose_values_are_damaged(tmp_path):
+    from scoreaudit import api
+    from scoreaudit.runtime.executor import cache_status
+
+    spec = project(tmp_path / "p")
+    cache = tmp_path / "c.sqlite"
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
+    ir, plan = api.compile(spec, tables=False)
+    cached, total = cache_status(ir, plan, spec_path=spec, cache_path=cache)["images"]["real"]
+    assert cached == total
+    _score_blob_flip(cache)
+    assert cache_status(ir, plan, spec_path=spec, cache_path=cache)["images"]["real"] == [total - 1, total]
+
+
+def test_ray_tasks_check_checksums_and_the_driver_replaces_the_value(tmp_path, capsys):
+    """Under --executor ray the tasks read stored bytes and check them (the shared `open_rows`); the
+    damaged value is recomputed, reported by the run and replaced by the driver."""
+    pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
+    spec = project(tmp_path / "p")
+    cache = tmp_path / "c.sqlite"
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
+    db = sqlite3.connect(cache)
+    db.execute("DELETE FROM entries WHERE kind='image'")  # no memos: every image goes to a Ray task
+    db.commit()
+    db.close()
+    _score_blob_flip(cache)
+    capsys.readouterr()
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "b"), "--cache", str(cache), "--quiet",
+                     "--executor", "ray"]) == 0
+    assert "1 cached value(s)" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a/tables/scores.parquet"),
+                                  pd.read_parquet(tmp_path / "b/tables/scores.parquet"))
+    run = json.loads((tmp_path / "b/run.json").read_text())
+    assert run["counts"]["corrupt_cache_values"] == 1
+    assert "cached value corrupt" in (tmp_path / "b/run.log").read_text()
+    assert _all_intact(cache)  # the driver wrote the recomputed value over the damaged one

@@ -104,3 +104,20 @@ def test_readme_states_the_reliability_guarantees():
     section = text[text.index("## Reliability"):]
     for word in ("Containment", "Crash safety", "Integrity", "Pre-registration semantics", "self-attested"):
         assert word in section
+
+
+def test_labels_cannot_hold_line_breaks_or_control_characters():
+    """`label:` is a title too (the report's and a sentence's name for a declaration): E0252, shown escaped."""
+    from scoreaudit import api
+
+    base = ('audit "a" {{ version: 1 seed: 1 }}\nscorer s = sharpness(){label}\n'
+            'arm real = images("data/real", manifest: "data/real.csv", kind: real){arm}\n')
+    for label, where in (('"two\\nlines"', "scorer"), ('"red \x1b[31m"', "scorer"), ('"r\u2028x"', "arm")):
+        src = base.format(label=f" label: {label}" if where == "scorer" else "",
+                          arm=f" label: {label}" if where == "arm" else "")
+        errors = [d for d in api.check("x.audit", source=src, tables=False).diagnostics if d.is_error]
+        assert [d.code for d in errors] == ["E0252"], (label, errors)
+        assert errors[0].message.startswith("the label ") and "\x1b" not in errors[0].message
+        assert errors[0].span.line == (2 if where == "scorer" else 3)
+    ok = base.format(label=' label: "Sharpness (Laplacian)"', arm=' label: "Real photos"')
+    assert not [d for d in api.check("x.audit", source=ok, tables=False).diagnostics if d.is_error]

@@ -173,6 +173,13 @@ def test_output_folder_problems_are_one_line_and_exit_code_6(tmp_path, capsys):
     os.symlink(victim, out / "results.json")
     assert cli.main(["run", str(spec), "--out", str(out), "--quiet"]) == Exit.IO
     assert "symbolic link" in capsys.readouterr().err and victim.read_text() == "keep"
+    # deeper: a link planted in a subfolder a run writes into (generated images, copied inputs)
+    (out / "results.json").unlink()
+    (out / "generated" / "real").mkdir(parents=True)
+    os.symlink(victim, out / "generated" / "real" / "img_0.png.tmp")
+    assert cli.main(["run", str(spec), "--out", str(out), "--quiet"]) == Exit.IO
+    err = capsys.readouterr().err
+    assert "img_0.png.tmp in the output folder is a symbolic link" in err and victim.read_text() == "keep"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permissions")

@@ -78,3 +78,17 @@ def test_an_arm_whose_scores_do_not_vary_says_so(tmp_path):
     # whatever is left out says why: never "missing score" when every score is there
     assert all("is 0 (all 4 original images scored the same)" in r for r in reasons), reasons
     assert not any("missing score" in r for r in reasons)
+    # the cell itself (scale: sd, the default) is undefined and says why, not a bare "—"
+    (cell,) = res["cells"]
+    assert cell["outcome"] == "inconclusive" and cell["estimate"] is None
+    assert cell["undefined"] == ("the SD of sharp's scores on arm 'real' is 0 (all 4 original images scored the same): "
+                                 "a score change in SD units is undefined (use `scale: raw`, or check why sharp "
+                                 "gives every image the same score)")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "is 0 (all 4 original images scored the same)" in html
+    # under `scale: raw` the same data gives a defined cell (the originals tie; the shifted images do not)
+    raw = spec.read_text().replace("bootstrap: 100", "bootstrap: 100 scale: raw")
+    spec.write_text(raw)
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "raw"), "--quiet"]) == 0
+    (cell,) = json.loads((tmp_path / "raw" / "results.json").read_text())["cells"]
+    assert cell["undefined"] is None and cell["estimate"] is not None and cell["estimate"] > 0

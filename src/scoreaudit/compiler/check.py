@@ -559,7 +559,8 @@ def hypotheses_pass(module: ast.Module, st: State) -> None:
 
 
 def titles_pass(module: ast.Module, st: State) -> None:
-    """E0252: a title holding a line break or control character (it would start a line in run.log, plan text)."""
+    """E0252: a title or label holding a line break or control character (it would start a line in run.log,
+    plan text, a terminal)."""
     from scoreaudit.diagnostics import safe_text
 
     for d in module.decls:
@@ -568,10 +569,14 @@ def titles_pass(module: ast.Module, st: State) -> None:
             titles.append(d.title)
         if isinstance(d, ast.ReportDecl):
             titles += [s.value for s in d.settings if s.key.name == "title" and isinstance(s.value, ast.String)]
-        for t in titles:
+        named = [("title", t) for t in titles]
+        label = getattr(d, "label", None)  # `label: "..."`: the report's (and a sentence's) name for it
+        if isinstance(label, ast.String):
+            named.append(("label", label))
+        for what, t in named:
             if safe_text(t.value) != t.value:
-                st.sink.emit("E0252", t, f"the title {safe_text(t.value)[:60]!s} holds a line break or control "
-                             "character", "write the title on one line, without control characters")
+                st.sink.emit("E0252", t, f"the {what} {safe_text(t.value)[:60]!s} holds a line break or control "
+                             "character", f"write the {what} on one line, without control characters")
 
 
 PASSES = (

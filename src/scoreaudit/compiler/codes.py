@@ -117,9 +117,9 @@ CATALOGUE: tuple[Code, ...] = (
          "plugin or statistic call belongs, e.g. as a claim.", "Name a statistic or plugin; `column(...)` only "
          "gives a per-image value to a parameter such as `prompt:`.",
          'hypothesis H1 "h" { column(x) on real for each scorer }\n'),
-    Code("E0252", "title with a line break", "A title (audit, hypothesis or report) holds a line break or another "
-         "control character; it would start a new line in text files and terminals.",
-         "Write the title on one line.", 'hypothesis H9 "two\\nlines" { fidelity_index(light) > 0 on real for each scorer }\n'),
+    Code("E0252", "title with a line break", "A title (audit, hypothesis or report) or a declaration's `label:` holds a "
+         "line break or another control character; it would start a new line in text files and terminals.",
+         "Write the title or label on one line.", 'hypothesis H9 "two\\nlines" { fidelity_index(light) > 0 on real for each scorer }\n'),
     Code("E0251", "setting out of range", "A setting of the audit block is outside its range: `alpha` must be "
          "between 0 and 1, `bootstrap` at least 100, `batch_size`, `robustness`, `max_groups` and "
          "`min_real_clusters` at least 1, `max_leakage` between 0 and 1, `seed` a non-negative integer below "

@@ -34,6 +34,101 @@ def load_json(path: Path) -> Any:
         raise BundleError(f"cannot read {path}: {e.strerror or e}") from None
 
 
+# ---------------------------------------------------------------- shapes of the bundle's JSON
+
+_OBJ, _LIST, _STR, _NUM = dict, list, str, (int, float)
+_NONE = type(None)
+#: results.json: key -> (type(s) of the value, type(s) of each item or entry value); what the
+#: report and verify read without further checks (spec/results.schema.json has the full schema)
+RESULTS_SHAPE: dict[str, tuple] = {
+    "tool": (_OBJ, None), "title": (_STR, None), "spec": (_OBJ, None), "lock": ((_OBJ, _NONE), None),
+    "settings": (_OBJ, None), "environment": (_OBJ, None), "plan": (_OBJ, None), "arms": (_OBJ, _OBJ),
+    "exclusions": (_LIST, _OBJ), "hypotheses": (_LIST, _OBJ), "cells": (_LIST, _OBJ), "verdicts": (_LIST, _OBJ),
+    "validations": (_LIST, _OBJ), "sections": (_OBJ, None), "warnings": (_LIST, _OBJ), "tables": (_OBJ, _STR),
+    "table_sha256": (_OBJ, _STR), "precomputed": (_LIST, _OBJ),
+}
+#: fields of each cell: numbers, text and lists the report formats
+CELL_SHAPE: dict[str, tuple] = {
+    **{k: (_NUM, _NONE) for k in ("estimate", "ci_low", "ci_high", "ci_level", "se", "p", "q")},
+    **{k: (_STR, _NONE) for k in ("id", "hypothesis", "scorer", "arm", "statistic", "inner", "claim_text",
+                                  "outcome", "method", "undefined", "qualifier", "interval", "sentence")},
+    "axis": (_LIST, _NONE),
+    "arms": (_LIST, _NONE), "params": (_OBJ, _NONE), "test": (_OBJ, _NONE), "detail": (_OBJ, _NONE),
+}
+#: ir.json: the collections the report looks names up in
+IR_SHAPE: dict[str, tuple] = {k: (_OBJ, _OBJ) for k in ("scorers", "arms", "operators", "placebos", "regions",
+                                                          "measures", "covariates", "selections")}
+IR_SHAPE.update(hypotheses=(_LIST, _OBJ), validations=(_LIST, _OBJ), settings=(_OBJ, None),
+                report=((_OBJ, _NONE), None))
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
+        type(v), "a number" if isinstance(v, (int, float)) else type(v).__name__)
+
+
+def _wrong(v: Any, types) -> bool:
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(v, bool) and bool not in types:  # JSON true/false is not a number here
+        return True
+    return not isinstance(v, types)
+
+
+def shape_problems(data: Any, shape: dict[str, tuple], name: str) -> list[str]:
+    """What in a bundle JSON file does not have the shape scoreaudit writes (edited, or another version).
+
+    Checked when a bundle is read, so a hand-edited file is one message naming the key, not a
+    traceback deep in the report. Only keys present are checked (older bundles lack some).
+    """
+    if not isinstance(data, dict):
+        return [f"{name} holds {_json_type(data)}, not an object"]
+    out = []
+    for key, (types, item) in shape.items():
+        if key not in data:
+            continue
+        v = data[key]
+        if _wrong(v, types):
+            out.append(f"{name}: '{key}' is {_json_type(v)}")
+            continue
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        for k, x in (items if item is not None else ()):
+            if _wrong(x, item):
+                out.append(f"{name}: '{key}'[{k!r}] is {_json_type(x)}")
+                break
+    if shape is RESULTS_SHAPE and isinstance(data.get("cells"), list):
+        for i, cell in enumerate(data["cells"]):
+            bad = [k for k, types in CELL_SHAPE.items() if isinstance(cell, dict) and k in cell and _wrong(cell[k], types)]
+            if bad:
+                out.append(f"{name}: cells[{i}] '{bad[0]}' is {_json_type(cell[bad[0]])}")
+                break
+    return out
+
+
+def check_shape(data: Any, shape: dict[str, tuple], path: Path) -> None:
+    """BundleError naming the first misshapen key of `path` (see `shape_problems`)."""
+    problems = shape_problems(data, shape, path.name)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise BundleError(f"{path.parent / problems[0]}{more}: not what `scoreaudit run` writes (the file was "
+                          "edited, or written by another version); run the audit again to get a readable bundle")
+
+
+#: what report code raises on bundle data of an unexpected shape deeper than `shape_problems` looks
+DATA_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+
+
+def unreadable(bundle_dir: Path, exc: BaseException) -> BundleError:
+    """A BundleError for report code that failed on the bundle's data (one line, what to do)."""
+    import traceback
+
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" in {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+    return BundleError(f"cannot build the report from {bundle_dir}: {type(exc).__name__}: {str(exc)[:200]}{where}. "
+                       "Its files are not what `scoreaudit run` writes (edited, or another version): "
+                       f"`scoreaudit verify {bundle_dir}` names what changed; run the audit again for a readable "
+                       "bundle (if verify passes, this is a bug in scoreaudit: please report it)")
+
+
 @dataclass(frozen=True)
 class ReportContext:
     bundle_dir: Path
@@ -57,8 +152,10 @@ class ReportContext:
         results = load_json(bundle_dir / "results.json")
         if not isinstance(results, dict) or "cells" not in results:
             raise BundleError(f"{bundle_dir / 'results.json'} has no 'cells': it is not a scoreaudit results file")
+        check_shape(results, RESULTS_SHAPE, bundle_dir / "results.json")
         ir_path = bundle_dir / "ir.json"
         ir = load_json(ir_path) if ir_path.exists() else {}
+        check_shape(ir, IR_SHAPE, ir_path)
         spec_path = bundle_dir / "spec.audit"
         if spec_path.exists():
             from scoreaudit.safeio import read_regular

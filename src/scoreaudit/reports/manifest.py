@@ -48,7 +48,7 @@ def write_manifest(bundle: Path, only: Iterable[str] | None = None) -> Path:
     if only is not None and path.is_file():
         try:
             files = dict(json.loads(path.read_text(encoding="utf-8")).get("files") or {})
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, TypeError):  # not a manifest: only the report entries
             files = {}
         names = list(only)
     else:

@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from scoreaudit.reports import fmt
-from scoreaudit.reports.context import BundleError, ReportContext
+from scoreaudit.reports.context import DATA_ERRORS, BundleError, ReportContext, unreadable
 from scoreaudit.reports.sections.builtin import load as load_sections
 from scoreaudit.safeio import write_atomic
 
@@ -182,8 +182,11 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None) -> list[Path]
     """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks)."""
     bundle_dir = Path(bundle_dir)
     ctx = ReportContext.load(bundle_dir)
-    formats = wanted_formats(ctx, formats)
-    html = render_html(ctx)
+    try:
+        formats = wanted_formats(ctx, formats)
+        html = render_html(ctx)
+    except DATA_ERRORS as e:  # data of a shape the loader's check does not reach: one line, not a traceback
+        raise unreadable(bundle_dir, e) from None
     html_path = bundle_dir / "report.html"
     write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
     written = [html_path]

@@ -205,14 +205,18 @@ def compare_reports(stated_html: str, fresh_html: str, name: str = "report.html"
 
 
 def _check_report(bundle: Path, results_path: Path) -> list[str]:
-    from scoreaudit.reports.context import ReportContext
+    from scoreaudit.reports.context import DATA_ERRORS, ReportContext
     from scoreaudit.reports.render import render_html
 
     html_path = bundle / "report.html"
     if not html_path.exists():
         return []
     ctx = ReportContext.load(bundle)
-    return compare_reports(html_path.read_text(encoding="utf-8"), render_html(ctx))
+    try:
+        fresh = render_html(ctx)
+    except DATA_ERRORS as e:  # the stated data cannot be rendered: a mismatch naming why, not a traceback
+        return [f"report.html: cannot be rendered again from the bundle ({type(e).__name__}: {str(e)[:200]})"]
+    return compare_reports(html_path.read_text(encoding="utf-8"), fresh)
 
 
 def _check_pdf(bundle: Path, results: dict) -> list[str]:
@@ -279,6 +283,12 @@ def _verify(bundle_dir: Path, unchecked: list[str]) -> list[str]:
         raise BundleError(f"{results_path} has no 'cells': it is not a scoreaudit results file")
     if not (bundle / "ir.json").exists():
         return [f"{bundle / 'ir.json'} is missing: the audit cannot be re-analysed without it"]
+    from scoreaudit.reports.context import IR_SHAPE, RESULTS_SHAPE, shape_problems
+
+    misshapen = (shape_problems(stated, RESULTS_SHAPE, "results.json")
+                 + shape_problems(load_json(bundle / "ir.json"), IR_SHAPE, "ir.json"))
+    if misshapen:  # edited by hand (or another version): a mismatch, and nothing is rendered from it
+        return [f"{m}: not what `scoreaudit run` writes" for m in misshapen]
     mismatches: list[str] = []
     with tempfile.TemporaryDirectory(prefix="scoreaudit-verify-") as tmp:
         work = Path(tmp) / "bundle"

@@ -21,7 +21,10 @@ canonical JSON. Each value carries a checksum (codec `<codec>+sum`: the first
 fails is reported (`corrupt`), treated as missing and replaced when its step
 is recomputed; a database SQLite itself cannot read is one E0720 error
 saying to delete the file (it is only a cache). Values written before
-checksums existed (plain codecs) are still read. Entries are write-once (INSERT OR IGNORE), so `created_at` is
+checksums existed (plain codecs) are still read. Every reader goes through
+`open_rows` (a Ray task's view of the cache too: runtime/ray_backend.py), and
+a memo replay, which copies rows instead of reading the steps' values, checks
+those values' checksums with `verify` (runtime/memo.py `intact_memos`). Entries are write-once (INSERT OR IGNORE), so `created_at` is
 the time a result first existed: `first_score_time` reads it for the
 pre-registration check.
 """
@@ -108,6 +111,41 @@ def unseal(codec: str, blob: bytes) -> Any:
         raise CorruptValue(f"{type(exc).__name__}: {exc}") from None
 
 
+def seal_value(value: Any) -> tuple[str, bytes]:
+    """(codec, blob) as stored: encoded, with its checksum. Computed once, where the value is made
+    (this process, or a Ray task whose entries travel sealed to the driver that writes them)."""
+    return seal(*encode(value))
+
+
+def damage(codec: str, blob: bytes) -> str | None:
+    """Why a stored (codec, blob) cannot be trusted, or None. Checks the checksum without decoding
+    (cheap enough for every step a memo replay stands for); an unsealed legacy value is decoded."""
+    if codec.endswith(_SUM):
+        if len(blob) < _SUM_BYTES or _digest(codec[:-len(_SUM)], bytes(blob[_SUM_BYTES:])) != bytes(blob[:_SUM_BYTES]):
+            return "checksum mismatch"
+        return None
+    try:
+        unseal(codec, blob)
+    except CorruptValue as exc:
+        return str(exc)
+    return None
+
+
+def open_rows(rows: Iterable[tuple[str, str, bytes, str]], corrupt: dict[str, str]) -> dict[str, tuple[Any, str]]:
+    """key -> (value, created_at) for stored (key, codec, blob, created_at) rows whose checksum holds.
+
+    The one reader of stored values (the cache, and a Ray task's view of it): a damaged value is
+    left out (its step runs again and replaces it) and recorded in `corrupt` (key -> why).
+    """
+    out: dict[str, tuple[Any, str]] = {}
+    for key, codec, blob, t in rows:
+        try:
+            out[key] = (unseal(codec, blob), t)
+        except CorruptValue as exc:
+            corrupt[key] = str(exc)
+    return out
+
+
 def encode(value: Any) -> tuple[str, bytes]:
     if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
         return "f8", struct.pack("<d", float(value))
@@ -191,15 +229,32 @@ class Cache:
                 out[k] = (unseal(codec, blob), t)
             else:
                 todo.append(k)
-        for i in range(0, len(todo), _CHUNK):
-            chunk = todo[i:i + _CHUNK]
-            q = f"SELECT key, codec, value, created_at FROM entries WHERE key IN ({','.join('?' * len(chunk))})"
-            for key, codec, blob, t in self._query(q, chunk):
-                try:
-                    out[key] = (unseal(codec, blob), t)
-                except CorruptValue as exc:  # missing to the caller: its step runs again and replaces it
-                    self.corrupt[key] = str(exc)
+        out.update(open_rows(self.rows(todo), self.corrupt))
         return out
+
+    def rows(self, keys: Iterable[str]) -> list[tuple[str, str, bytes, str]]:
+        """The stored (key, codec, blob, created_at) of the committed keys, checksums unchecked
+        (`open_rows` checks them; a Ray task gets these from the driver's reader)."""
+        keys = list(dict.fromkeys(keys))
+        out = []
+        for i in range(0, len(keys), _CHUNK):
+            chunk = keys[i:i + _CHUNK]
+            q = f"SELECT key, codec, value, created_at FROM entries WHERE key IN ({','.join('?' * len(chunk))})"
+            out += self._query(q, chunk)
+        return out
+
+    def verify(self, keys: Iterable[str]) -> set[str]:
+        """The keys among these whose stored value fails its checksum (recorded in `corrupt`).
+
+        For values a caller does not read but stands for: a memo replay returns rows copied from the
+        steps' values, so it checks those steps' values are still intact (runtime/memo.py)."""
+        bad = set()
+        for key, codec, blob, _t in self.rows(k for k in keys if k not in self._staged):
+            why = damage(codec, blob)
+            if why is not None:
+                self.corrupt[key] = why
+                bad.add(key)
+        return bad
 
     def provenance(self, slots: Iterable[str]) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
@@ -229,8 +284,15 @@ class Cache:
     def stage(self, step: StepKey, value: Any) -> None:
         """Add a computed value to the batch in flight (visible to `lookup`, durable after `commit`)."""
         if step.key not in self._staged:
-            codec, blob = seal(*encode(value))
-            self._staged[step.key] = (step.kind, codec, blob, utc_now())
+            self._staged[step.key] = (step.kind, *seal_value(value), utc_now())
+        self.note(step)
+
+    def stage_sealed(self, step: StepKey, codec: str, blob: bytes) -> None:
+        """Stage a value sealed elsewhere (a Ray task): its checksum is checked before it is written,
+        so what reaches the file is what was computed; a damaged one is simply not stored (its step
+        runs again next time)."""
+        if step.key not in self._staged and damage(codec, blob) is None:
+            self._staged[step.key] = (step.kind, codec, bytes(blob), utc_now())
         self.note(step)
 
     def note(self, step: StepKey) -> None:

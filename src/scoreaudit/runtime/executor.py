@@ -56,7 +56,7 @@ from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
 from scoreaudit.runtime.generation import is_generated, materialise
 from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, imageless, load_manifest
-from scoreaudit.runtime.memo import Capture, Memos, arm_key as memo_arm_key, replay
+from scoreaudit.runtime.memo import Capture, Memos, arm_key as memo_arm_key, intact_memos, replay
 from scoreaudit.runtime.measure_steps import MeasureSpec, empty_mask_names, measure_specs
 from scoreaudit.runtime.operator_steps import Img, OperatorSteps
 from scoreaudit.runtime.original_steps import original_measures, original_scores
@@ -301,7 +301,7 @@ class ArmRunner:
             ctx.progress.task(f"{arm.name}: score {slot.name}", len(records) * (1 + n_doses))
         size = max(1, ctx.ir.settings.batch_size)
         memo_keys = {r.image_id: self.memos.step(r) for r in records} if self.memos is not None else {}
-        found = ctx.cache.lookup(k.key for k in memo_keys.values() if k is not None)  # one bulk read
+        found = intact_memos(ctx.cache, memo_keys.values())  # one bulk read
         n_ops = len(self.ops) if images_arm else 0
         todo_batches: list[list] = []
         for start in range(0, len(records), size):
@@ -473,7 +473,7 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
             arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
             memos = _memos(ir, plan, name, arm_slots, arm_specs, dev, pre, manifests[name], regions)
             keys = [memos.step(r) for r in records]
-            found = cache.lookup(k.key for k in keys if k is not None)
+            found = intact_memos(cache, keys)
             images[name] = [sum(1 for k in keys if k is not None and k.key in found), len(records)]
     finally:
         cache.close()
@@ -510,7 +510,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     spec_ir = ir  # the bundle keeps the spec's IR (generated arms as written), not the run's stand-in arms
     if any(is_generated(a) for a in ir.arms.values()):  # generated arms become images arms of their files
         gen_dev = resolve_device(device, True)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        check_output_dir(out_dir)  # before the generated images are written into it (no links followed)
         notes: list[str] = []
         ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
                                     device=gen_dev, note=notes.append)
@@ -584,7 +584,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             print(f"warning: {safe_text(w)}", file=sys.stderr)
         if len(warnings) > 20:
             print(f"warning: ... and {len(warnings) - 20} more (run.log lists them all)", file=sys.stderr)
-    corrupt = getattr(cache, "corrupt", {})  # a Ray shard cache has none
+    corrupt = cache.corrupt  # including those a Ray task found (merged by the backend)
     if corrupt:  # reported in run.log, run.json and on the terminal; their steps were recomputed
         log.note(f"warning: {len(corrupt)} cached value(s) failed their checksum and were recomputed")
         import sys

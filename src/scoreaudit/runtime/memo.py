@@ -85,6 +85,21 @@ class Memos:
                        params_hash=self.key, input_hash=input_hash)
 
 
+def intact_memos(cache: Any, keys: Iterable[StepKey | None]) -> dict[str, tuple[Any, str]]:
+    """The memos found for these keys whose steps' stored values are all intact.
+
+    A memo's rows are copies of its steps' values, so its own checksum is not enough: a step value
+    damaged on disk would go unnoticed as long as the memo replays. The steps' checksums are checked
+    in the same bulk read (no decoding); a memo standing for a damaged value is left out, so its
+    image goes through its steps, which recompute that value, replace it and report it.
+    """
+    found = cache.lookup(k.key for k in keys if k is not None)
+    bad = cache.verify(key for value, _t in found.values() for key, _kind, _slot in value["steps"])
+    if bad:
+        found = {k: v for k, v in found.items() if not any(key in bad for key, _k, _s in v[0]["steps"])}
+    return found
+
+
 # ---------------------------------------------------------------- capture and replay
 
 

@@ -87,24 +87,33 @@ class CountingProgress:
 
 
 class ShardCache:
-    """The Cache interface of one task: reads through the driver's reader actor, keeps new entries."""
+    """The Cache interface of one task: reads through the driver's reader actor, keeps new entries.
+
+    Checksums work as in the driver's cache (runtime/cache.py's `open_rows` and `seal_value`): the
+    reader sends the stored bytes, the task checks them where the value is used and records a
+    damaged one in `corrupt` (the driver then recomputes-and-replaces and reports it); new values are
+    sealed here and checked again by the driver before it writes them.
+    """
 
     def __init__(self, reader: Any):
         self.reader = reader
-        self.entries: dict[str, tuple[Any, Any]] = {}  # key -> (StepKey, value)
+        self.entries: dict[str, tuple[Any, str, bytes]] = {}  # key -> (StepKey, codec, sealed blob)
         self.prov: dict[str, Any] = {}  # slot -> StepKey
+        self.corrupt: dict[str, str] = {}  # key -> why its stored value was rejected
 
     def lookup(self, keys: Iterable[str]) -> dict[str, tuple[Any, str]]:
-        ray = _ray()
+        from scoreaudit.runtime.cache import open_rows, unseal
+
         out: dict[str, tuple[Any, str]] = {}
         rest = []
         for k in dict.fromkeys(keys):
             if k in self.entries:
-                out[k] = (self.entries[k][1], "")
+                _step, codec, blob = self.entries[k]
+                out[k] = (unseal(codec, blob), "")
             else:
                 rest.append(k)
         if rest:
-            out.update(ray.get(self.reader.lookup.remote(rest)))
+            out.update(open_rows(_ray().get(self.reader.rows.remote(rest)), self.corrupt))
         return out
 
     def reasons(self, steps: Iterable[Any]) -> dict[str, str]:
@@ -121,8 +130,10 @@ class ShardCache:
         return out
 
     def stage(self, step: Any, value: Any) -> None:
+        from scoreaudit.runtime.cache import seal_value
+
         if step.key not in self.entries:
-            self.entries[step.key] = (step, value)
+            self.entries[step.key] = (step, *seal_value(value))
         self.note(step)
 
     def note(self, step: Any) -> None:
@@ -226,7 +237,7 @@ def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
     t = ctx.tables
     return {"entries": list(ctx.cache.entries.values()), "prov": list(ctx.cache.prov.values()),
             "log": ctx.log.lines, "progress": ctx.progress.counts, "usable": runner.usable,
-            "score_keys": sorted(ctx.score_keys), "error": error,
+            "score_keys": sorted(ctx.score_keys), "error": error, "corrupt": ctx.cache.corrupt,
             "tables": {n: getattr(t, n) for n in ("images", "scores", "measures", "regions", "exclusions")}}
 
 
@@ -238,8 +249,9 @@ class _CacheReader:
 
         self.cache = Cache(path, readonly=True)
 
-    def lookup(self, keys: list[str]) -> dict:
-        return self.cache.lookup(keys)
+    def rows(self, keys: list[str]) -> list:
+        """Stored bytes with their checksums: the task checks them (ShardCache.lookup)."""
+        return self.cache.rows(keys)
 
     def provenance(self, slots: list[str]) -> dict:
         return self.cache.provenance(slots)
@@ -377,8 +389,9 @@ class RayBackend:
                             f"the Ray worker processing this image died on each of {RETRIES + 1} tries ({why}); "
                             f"rerun to try again (row {rec.row})")
                 continue
-            for step, value in res["entries"]:
-                ctx.cache.stage(step, value)
+            ctx.cache.corrupt.update(res["corrupt"])  # replaced by the recomputed values, reported by the run
+            for step, codec, blob in res["entries"]:
+                ctx.cache.stage_sealed(step, codec, blob)
             for step in res["prov"]:
                 ctx.cache.note(step)
             for what, line in res["log"]:

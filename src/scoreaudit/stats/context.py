@@ -308,18 +308,39 @@ class StatContext:
             sd = np.sqrt(np.where(var > 0, var, np.nan))
         return sd
 
-    def scale_problem(self, arm: "str | ArmData", scorer: str) -> str:
-        """Why `scale` is undefined for this arm and scorer (SD 0 or fewer than 2 scores)."""
+    def sd_problem(self, arm: "str | ArmData", scorer: str) -> str:
+        """Why the SD that `scale: sd` divides by is undefined for this arm and scorer (0, or < 2 scores)."""
         root = self.arm(arm)
         while root.parent is not None:
             root = root.parent
         s = self.original_scores(root, scorer)
         n = int(np.isfinite(s).sum())
         if n < 2:
-            why = f"the SD of {scorer}'s scores on arm '{root.name}' is undefined ({n} original score(s))"
-        else:
-            why = f"the SD of {scorer}'s scores on arm '{root.name}' is 0 (all {n} original images scored the same)"
-        return why + ": score changes in SD units are undefined, so the image is left out (use `scale: raw`)"
+            return f"the SD of {scorer}'s scores on arm '{root.name}' is undefined ({n} original score(s))"
+        return f"the SD of {scorer}'s scores on arm '{root.name}' is 0 (all {n} original images scored the same)"
+
+    def scale_problem(self, arm: "str | ArmData", scorer: str) -> str:
+        """An image's exclusion reason when the SD is undefined (`sd_problem`)."""
+        return (self.sd_problem(arm, scorer)
+                + ": score changes in SD units are undefined, so the image is left out (use `scale: raw`)")
+
+    def _sd_undefined(self, est: Estimate, arm: "str | ArmData | None", scorer: str) -> Estimate:
+        """A statistic in SD units whose SD is 0 or undefined: the cell is undefined and says so
+        (not a bare NaN, nor "missing score"): every estimator that divides by the SD records it
+        in `detail["sd"]`, so this one check covers them all."""
+        detail = est.detail if isinstance(est.detail, Mapping) else {}
+        sd = detail.get("sd", 1.0)
+        if est.undefined is not None or arm is None or not isinstance(sd, float) or np.isfinite(sd):
+            return est
+        try:
+            why = self.sd_problem(arm, scorer)
+        except (KeyError, ValueError, StatError):  # not a scorer with original scores on this arm
+            return est
+        from dataclasses import replace
+
+        return replace(est, estimate=float("nan"),
+                       undefined=f"{why}: a score change in SD units is undefined (use `scale: raw`, "
+                                 f"or check why {scorer} gives every image the same score)")
 
     def deltas(self, arm: "str | ArmData", scorer: str, operator: str,
                scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -410,7 +431,8 @@ class StatContext:
         if key not in self._cache:
             fn: Callable[..., Estimate] = estimator_for(call.name)  # a missing estimator raises: a bug
             try:
-                self._cache[key] = fn(self, call, arm, scorer).with_ci(self.settings.ci)
+                self._cache[key] = self._sd_undefined(fn(self, call, arm, scorer).with_ci(self.settings.ci),
+                                                      arm, scorer)
             except StatError as e:
                 self._cache[key] = Estimate(float("nan"), "fixed", undefined=str(e))
             except (KeyError, ValueError, IndexError, ZeroDivisionError, np.linalg.LinAlgError) as e:
