@@ -264,6 +264,20 @@ def cmd_lsp(args) -> int:
     return serve()
 
 
+def _at_least(low: int):
+    """An argparse type: an integer >= `low` (a usage error, exit 2, otherwise; never a crash later)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below {low}")
+        return value
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="scoreaudit", description="Audit image aesthetic / preference scorers.",
                                 epilog=epilog(), formatter_class=_Formatter)
@@ -349,9 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = command("simulate", "design diagnosis with planted scorers: power, false-positive rate, CI coverage")
     s.add_argument("file", metavar="FILE", help=".audit file")
-    s.add_argument("--reps", type=int, default=200, help="simulated replications (default 200)")
+    s.add_argument("--reps", type=_at_least(1), default=200, help="simulated replications (default 200)")
     s.add_argument("--truth", default=None, metavar="FILE", help="JSON file of true values per scorer")
-    s.add_argument("--bootstrap", type=int, default=None, metavar="N",
+    s.add_argument("--bootstrap", type=_at_least(1), default=None, metavar="N",
                    help="bootstrap resamples per replication (default: the audit's `bootstrap` setting)")
     s.add_argument("--out", default=None, metavar="DIR", help="folder for the simulation tables")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress output")

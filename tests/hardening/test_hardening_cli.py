@@ -121,3 +121,23 @@ def test_labels_cannot_hold_line_breaks_or_control_characters():
         assert errors[0].span.line == (2 if where == "scorer" else 3)
     ok = base.format(label=' label: "Sharpness (Laplacian)"', arm=' label: "Real photos"')
     assert not [d for d in api.check("x.audit", source=ok, tables=False).diagnostics if d.is_error]
+
+
+def test_simulate_counts_below_one_are_usage_errors(tmp_path, capsys):
+    """`--reps 0` used to end in a ZeroDivisionError traceback after compiling the spec."""
+    spec = tmp_path / "x.audit"
+    spec.write_text('audit "x" { version: 1 seed: 1 }\n')
+    for flag, value in (("--reps", "0"), ("--reps", "-3"), ("--bootstrap", "0")):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["simulate", str(spec), flag, value, "--quiet"])
+        assert e.value.code == Exit.USAGE
+        assert f"argument {flag}: {int(value)} is below 1" in capsys.readouterr().err
+
+
+def test_verify_of_a_folder_without_results_is_not_a_bundle(tmp_path, capsys):
+    """Not a bundle: one line, exit 6, and nothing below the folder is walked or compared."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "link").symlink_to("/etc")
+    assert cli.main(["verify", str(tmp_path)]) == Exit.IO
+    err = capsys.readouterr().err
+    assert "results.json not found" in err and "mismatch" not in err

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import shutil
 import tempfile
@@ -274,6 +275,8 @@ def _verify(bundle_dir: Path, unchecked: list[str]) -> list[str]:
         raise BundleError(f"{bundle} not found: give the results folder written by `scoreaudit run`")
     if not bundle.is_dir():  # not a bundle at all: an I/O problem (exit 6), not a mismatch
         raise BundleError(f"{bundle} is not a folder: give the results folder written by `scoreaudit run`")
+    if not os.path.lexists(results_path):  # not a bundle at all (e.g. `verify /`): exit 6, nothing walked
+        raise BundleError(f"{results_path} not found: is {bundle} a results folder written by `scoreaudit run`?")
     outside = links_outside(bundle)
     if outside:  # a bundle is data: nothing outside it is read
         return [f"{rel}: a link that points outside the results folder" for rel in outside]
