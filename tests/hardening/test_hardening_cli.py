@@ -141,3 +141,24 @@ def test_verify_of_a_folder_without_results_is_not_a_bundle(tmp_path, capsys):
     assert cli.main(["verify", str(tmp_path)]) == Exit.IO
     err = capsys.readouterr().err
     assert "results.json not found" in err and "mismatch" not in err
+
+
+def test_a_ray_address_nothing_answers_at_is_one_line_at_once(tmp_path, capsys):
+    """Ray retries its GCS connection for minutes; a mistyped --ray-address is exit 3 at once."""
+    import socket
+    import time
+
+    pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
+    from hardening_helpers import project
+
+    spec = project(tmp_path / "p")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    start = time.monotonic()
+    rc = cli.main(["run", str(spec), "--out", str(tmp_path / "o"), "--quiet", "--executor", "ray",
+                   "--ray-address", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert rc == Exit.ENVIRONMENT and f"nothing answers at the Ray cluster address 127.0.0.1:{port}" in err
+    assert time.monotonic() - start < 60 and "Traceback" not in err

@@ -25,6 +25,8 @@ cluster they must be on a filesystem every node mounts at the same path.
 from __future__ import annotations
 
 import os
+import re
+import socket
 import sys
 from typing import Any, Iterable
 
@@ -294,12 +296,34 @@ def _plugin_entries(ir: Any) -> list:
     return out
 
 
+_HOST_PORT = re.compile(r"^(?:ray://)?\[?([A-Za-z0-9_.:-]+?)\]?:([0-9]{1,5})$")
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """RayUnavailable at once when nothing answers at a HOST:PORT cluster address.
+
+    Ray itself keeps retrying its GCS connection for minutes before giving up; a mistyped
+    `--ray-address` is one line instead (exit 3). Other address forms (`auto`) are left to Ray.
+    """
+    m = _HOST_PORT.match(address.strip())
+    if m is None:
+        return
+    try:
+        socket.create_connection((m.group(1), int(m.group(2))), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise RayUnavailable(f"nothing answers at the Ray cluster address {address} ({why}): start the cluster "
+                             "(`ray start --head`) or correct --ray-address") from None
+
+
 class RayBackend:
     """Connects to (or starts) Ray, and runs an arm's batches there; `close()` stops what it started."""
 
     name = "ray"
 
     def __init__(self, ctx: Any, cache_path: Any, address: str | None = None, num_cpus: int | None = None):
+        if address:
+            check_reachable(address)
         ray = _ray()
         self.ray = ray
         self.ctx = ctx
