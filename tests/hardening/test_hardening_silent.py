@@ -92,3 +92,26 @@ def test_an_arm_whose_scores_do_not_vary_says_so(tmp_path):
     assert cli.main(["run", str(spec), "--out", str(tmp_path / "raw"), "--quiet"]) == 0
     (cell,) = json.loads((tmp_path / "raw" / "results.json").read_text())["cells"]
     assert cell["undefined"] is None and cell["estimate"] is not None and cell["estimate"] > 0
+
+
+STRATA = '''audit "m" { version: 1 seed: 1 bootstrap: 100 scale: raw }
+scorer sharp = sharpness()
+arm real = images("data/real", manifest: "data/real.csv", kind: real, strata: race)
+operator light = lab_shift(channel: L) doses -5, 0, 5
+hypothesis H1 "h" { homogeneous(curve(light), by: race, margin: 0.1) on real for each scorer }
+'''
+
+
+def test_an_image_without_a_stratum_is_an_exclusion_not_dropped(tmp_path):
+    """`homogeneous(..., by: race)`: an empty race left the image out of every stratum without a word."""
+    d = tmp_path / "p"
+    spec = project(d, STRATA, n_real=6)
+    _add_column(d, "race", ["a", "b", "a", "", "b", "a"])
+    out = tmp_path / "out"
+    assert cli.main(["run", str(spec), "--out", str(out), "--quiet"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    excl = [e for e in res["exclusions"] if e["stage"] == "statistic"]
+    assert len(excl) == 1 and "its 'race' value is empty, so it is in no stratum" in excl[0]["reason"]
+    (cell,) = res["cells"]
+    strata = {s["stratum"]: s["n_clusters"] for s in cell["detail"]["strata"]}
+    assert strata == {"a": 3, "b": 2} and cell["detail"]["n_images_without_stratum"] == 1

@@ -85,6 +85,12 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
         raise StatError(pooled.undefined)
     strata, skipped = [], []
     values = a.images[by]
+    blank = values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy()
+    for i in np.flatnonzero(blank)[:1000]:  # never silent: an image in no stratum is an exclusion with its reason
+        ctx.notes.append({"arm": a.name, "image_id": str(a.image_ids[i]),
+                          "reason": f"homogeneous(by: {by}): its '{by}' value is empty, so it is in no stratum "
+                                    "and left out of the comparison"})
+    values = values.where(~blank)
     for value in sorted(values.dropna().astype(str).unique()):
         sub = a.subset(f"{by}={value}", (values.astype(str) == value).to_numpy() & values.notna().to_numpy())
         est = ctx.evaluate(inner, sub, scorer)
@@ -147,7 +153,7 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
            "omnibus_statistic": stat_value, "omnibus_p": omni_p,
            "pooled": pooled.estimate, "pooled_ci": list(pooled.interval(level)), "ci_level": level,
            "strata": [{k: v for k, v in s.items() if not k.startswith("_")} for s in strata],
-           "skipped": skipped, "pairs": pairs,
+           "skipped": skipped, "pairs": pairs, "n_images_without_stratum": int(blank.sum()),
            "equivalent": (all(r["inside_margin"] for r in pairs) if margin else None),
            "largest_contrast": {"a": largest["a"], "b": largest["b"], "difference": largest["difference"],
                                 "p": largest["p_raw"], "test": "shared cluster bootstrap, two-sided",
