@@ -87,7 +87,11 @@ FACTS: dict[str, dict[str, Any]] = {
         "pixel_local": False,  # changes only pixels inside its region (`isolates: true`)
         "dose_range": None,
         "unit": "",
+        "on_device": False,  # computes on the run's device (torch ops on CUDA): a Ray task running it needs a GPU
     },
+    "measure": {"on_device": False},
+    "covariate": {"on_device": False},
+    "region": {"on_device": False},
 }
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from runtime_helpers import call, make_images, make_ir, fake_log  # noqa: F401 (fixture)
+import pytest
+
+from runtime_helpers import call, hypothesis, make_images, make_ir, fake_log  # noqa: F401 (fixture)
 from scoreaudit import api
 from scoreaudit.compiler.ir import ORIGINAL, OperatorIR
-from scoreaudit.compiler.plan import arm_work, build_plan
+from scoreaudit.compiler.plan import ArmStage, arm_work, build_plan, walk
 from scoreaudit.registry import Params, scorers
 from scoreaudit.runtime.executor import execute
 
@@ -31,6 +33,22 @@ def test_every_row_belongs_to_a_plan_step_and_the_plan_limits_the_work(tmp_path,
     execute(ir, trimmed, spec_path=spec, out_dir=tmp_path / "out2", progress=False)
     scores2 = pd.read_parquet(tmp_path / "out2" / "tables" / "scores.parquet")
     assert set(scores2["operator"]) == {ORIGINAL, "light"}
+
+
+def test_the_walk_hands_every_step_to_its_handler_once_in_plan_order(tmp_path, fake_log):
+    plan = build_plan(make_ir(hypotheses=(hypothesis(),)), tmp_path)
+    seen = []
+    walk(plan, {"arm": seen.append, "generate": None, "select": None, "statistic": seen.append,
+                "report": seen.append})
+    ids = [s.id for u in seen for s in (u.steps if isinstance(u, ArmStage) else (u,))]
+    assert sorted(ids) == sorted(s.id for s in plan.steps) and len(ids) == len(set(ids))
+    stage = seen[0]
+    assert isinstance(stage, ArmStage) and stage.arm == "a" and stage.steps[0].id == "decode/a"
+    assert stage.operators == ("light", "light_p") and stage.scorers == ("s",) and stage.regions == ("all",)
+    assert [u.kind for u in seen[1:]] == ["statistic", "report"]
+    assert stage.keys == tuple(sorted(s.key for s in plan.steps if s.arm == "a" and s.kind != "statistic"))
+    with pytest.raises(KeyError, match="report"):  # a kind nobody handles is an error, never skipped silently
+        walk(plan, {"arm": None, "generate": None, "select": None, "statistic": None})
 
 
 class _Col(Params):

@@ -19,6 +19,7 @@ META_LABELS = {
     "identity": "identity dose",
     "dose_range": "dose range",
     "pixel_local": "pixel-local",
+    "on_device": "runs on the GPU in a CUDA run",
     "unit": "unit",
     "needs": "needs",
     "returns": "returns",

@@ -19,7 +19,7 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Callable, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -394,32 +394,90 @@ def _operators_of(stat: ir.StatCallIR, audit: ir.AuditIR) -> list[str]:
     return [o for o in _reads_of(stat, audit).operators if o in audit.operators]
 
 
-# ---------------------------------------------------------------- the work of one arm
+# ---------------------------------------------------------------- walking the plan
+
+
+PER_IMAGE: frozenset[str] = frozenset({"decode", "region", "operator", "measure", "score"})
 
 
 @dataclass(frozen=True)
-class ArmWork:
-    """What the executors run on one arm, read from the plan's steps (never re-derived from the IR)."""
+class ArmStage:
+    """One arm's per-image steps (decode, regions, operators, measures, scores) in plan order.
+
+    An executor streams each image of the arm through all of them, batch by
+    batch (an image is decoded once, not once per step), so the walk hands
+    them over together. What runs is read from these steps, never from the IR.
+    """
 
     arm: str
-    regions: tuple[str, ...]
-    operators: tuple[str, ...]  # placebos included, plan order
-    measures: tuple[str, ...]  # measures/covariates the plan measures on the arm (the builtin leakage included)
-    scorers: tuple[str, ...]
+    steps: tuple[Step, ...]
+
+    def _named(self, kind: str, param: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.params[param] for s in self.steps if s.kind == kind))
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        return self._named("region", "region")
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """Placebos included, plan order."""
+        return self._named("operator", "operator")
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        """Measures/covariates measured on the arm (the builtin leakage included)."""
+        return self._named("measure", "name")
+
+    @property
+    def scorers(self) -> tuple[str, ...]:
+        return self._named("score", "scorer")
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The steps' keys, sorted: what the arm's work is (a per-image memo is keyed on it)."""
+        return tuple(sorted(s.key for s in self.steps))
 
 
-def arm_work(plan: ExecutionPlan) -> dict[str, ArmWork]:
-    """arm -> its regions, operators, measures and scorers, in plan order."""
-    parts: dict[str, dict[str, dict[str, None]]] = {}
+ArmWork = ArmStage  # the older name
+
+
+def stages(plan: ExecutionPlan) -> list[ArmStage | Step]:
+    """The plan's steps in order, each arm's per-image steps gathered into one `ArmStage` where the
+    first of them stands (they depend only on each other, so nothing moves across a dependency)."""
+    per_arm: dict[str, list[Step]] = {}
+    out: list[ArmStage | Step | str] = []
     for s in plan.steps:
-        if s.arm is None:
-            continue
-        w = parts.setdefault(s.arm, {k: {} for k in ("region", "operator", "measure", "score")})
-        name = {"region": "region", "operator": "operator", "measure": "name", "score": "scorer"}.get(s.kind)
-        if name is not None:
-            w[s.kind][s.params[name]] = None
-    return {a: ArmWork(a, tuple(w["region"]), tuple(w["operator"]), tuple(w["measure"]), tuple(w["score"]))
-            for a, w in parts.items()}
+        if s.kind in PER_IMAGE and s.arm is not None:
+            if s.arm not in per_arm:
+                per_arm[s.arm] = []
+                out.append(s.arm)  # placeholder, filled below
+            per_arm[s.arm].append(s)
+        else:
+            out.append(s)
+    return [ArmStage(u, tuple(per_arm[u])) if isinstance(u, str) else u for u in out]
+
+
+Handler = Optional[Callable[[Any], None]]
+
+
+def walk(plan: ExecutionPlan, handlers: Mapping[str, Handler]) -> None:
+    """Hand every unit of `stages(plan)` to its handler, in plan order: `handlers["arm"]` gets each
+    `ArmStage`, `handlers[kind]` every other step. A handler of None means "not this executor's
+    work" (said explicitly); a kind without an entry is an error, so a new step kind cannot be
+    skipped silently."""
+    for unit in stages(plan):
+        kind = "arm" if isinstance(unit, ArmStage) else unit.kind
+        if kind not in handlers:
+            raise KeyError(f"no handler for plan steps of kind {kind!r}")
+        handler = handlers[kind]
+        if handler is not None:
+            handler(unit)
+
+
+def arm_work(plan: ExecutionPlan) -> dict[str, ArmStage]:
+    """arm -> its stage (regions, operators, measures and scorers, in plan order)."""
+    return {u.arm: u for u in stages(plan) if isinstance(u, ArmStage)}
 
 
 # ---------------------------------------------------------------- printing

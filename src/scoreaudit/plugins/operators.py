@@ -2,7 +2,8 @@
 
 Meta recorded on each entry (the compiler checks doses against it):
 identity (the dose that returns the image unchanged), dose_range (inclusive
-valid doses), pixel_local (changes only pixels inside its region), unit.
+valid doses), pixel_local (changes only pixels inside its region), unit,
+on_device (the sweep runs on a CUDA device when the run has one).
 
 Each class follows `plugins.base.Operator`: `sweep(image, mask, doses, seed)`
 returns one `OperatorOutput` per dose, in the order given. Shared rules:
@@ -65,8 +66,10 @@ def _cuda(device: str | None) -> bool:
 
 
 def _operator(name: str, **meta):
-    """Register an operator class; its `identity` attribute comes from the one `identity=` fact."""
-    register = operators.register(name, **meta)
+    """Register an operator class; its `identity` attribute comes from the one `identity=` fact.
+
+    Every built-in operator sweeps with its torch twin on a CUDA device (`on_device`)."""
+    register = operators.register(name, **{"on_device": True, **meta})
 
     def decorate(cls):
         cls.identity = float(meta["identity"])

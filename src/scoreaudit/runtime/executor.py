@@ -1,9 +1,13 @@
 """`scoreaudit run`: execute the audit's plan, streaming each arm's images through its steps.
 
 The plan (compiler/plan.py, built from the IR when the caller passes none)
-says what runs on each arm: its regions, operators, measures and scorers
-(`arm_work`); the executor keys each step's work on one image by content
+is what runs: the executor walks its steps (`plan.walk`), each arm's
+per-image steps (decode, regions, operators, measures, scores) handed over as
+one `ArmStage`; it keys each step's work on one image by content
 (scoreaudit/keys.py) and skips what the cache or a precomputed table holds.
+Generate steps ran before the walk (every manifest is checked before any
+work); select, statistic and report steps belong to the statistics engine
+and the report.
 
 Order per arm, one batch of `settings.batch_size` images at a time:
 decode (once per image per run) → regions (cached per image) → scores and
@@ -48,7 +52,7 @@ from typing import Any
 from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only
 from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import ArmIR, AuditIR
-from scoreaudit.compiler.plan import ArmWork, arm_work, build_plan
+from scoreaudit.compiler.plan import ArmStage, arm_work, build_plan, walk
 from scoreaudit.diagnostics import DiagnosticError, has_errors
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
@@ -415,7 +419,7 @@ def _table_values(ir: AuditIR, arm: str, pre: TableSet) -> dict[tuple[str, str, 
             for i, o, d, n, v in zip(df["image_id"], df["operator"], dose_keys(df["dose"]).tolist(), df["name"], df["value"])}
 
 
-def _arm_plan(ir: AuditIR, work: ArmWork, slots: dict[str, ScorerSlot], specs: list[MeasureSpec],
+def _arm_plan(ir: AuditIR, work: ArmStage, slots: dict[str, ScorerSlot], specs: list[MeasureSpec],
               given: dict[str, set[tuple[str, str]]]) -> tuple[list[ScorerSlot], list[MeasureSpec]]:
     """What one arm computes: the plan's scorers and measures that no table provides there
     (none without images; a scorer that reads only tables has no slot)."""
@@ -426,7 +430,7 @@ def _arm_plan(ir: AuditIR, work: ArmWork, slots: dict[str, ScorerSlot], specs: l
             [s for s in specs if s.name in work.measures and (arm, s.name) not in given["measures"]])
 
 
-def _memos(ir: AuditIR, plan: Any, arm: str, slots: list[ScorerSlot], specs: list[MeasureSpec], dev: str,
+def _memos(ir: AuditIR, stage: ArmStage, slots: list[ScorerSlot], specs: list[MeasureSpec], dev: str,
            pre: TableSet, manifest: ManifestResult, regions: RegionSteps) -> Memos:
     """The arm's memo keys (runtime/memo.py): its plan keys plus what they leave out."""
     extra = {"scorers": {sl.name: [sl.ir.call.plugin, sl.ir.call.version, sl.key_params, sl.needs_prompt]
@@ -434,7 +438,7 @@ def _memos(ir: AuditIR, plan: Any, arm: str, slots: list[ScorerSlot], specs: lis
              "measures": [sp.name for sp in specs], "device": dev,
              "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
              "max_pixels": manifest.max_pixels, "seed": ir.settings.seed}
-    return Memos(arm, memo_arm_key(arm, plan, extra), regions.columns, manifest.base_dir)
+    return Memos(stage.arm, memo_arm_key(stage, extra), regions.columns, manifest.base_dir)
 
 
 def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | None = None,
@@ -471,7 +475,7 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
                 images[name] = [len(records), len(records)]
                 continue
             arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
-            memos = _memos(ir, plan, name, arm_slots, arm_specs, dev, pre, manifests[name], regions)
+            memos = _memos(ir, work[name], arm_slots, arm_specs, dev, pre, manifests[name], regions)
             keys = [memos.step(r) for r in records]
             found = intact_memos(cache, keys)
             images[name] = [sum(1 for k in keys if k is not None and k.key in found), len(records)]
@@ -503,7 +507,6 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     spec_dir = spec_path.resolve().parent
     if plan is None:
         plan = build_plan(ir, spec_dir)
-    work = arm_work(plan)
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
     root = None if allow_outside else spec_dir
     generated: dict = {}
@@ -545,15 +548,21 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             from scoreaudit.runtime.ray_backend import RayBackend
 
             backend = RayBackend(ctx, cache_path, ray_address)
+
+        def run_arm(stage: ArmStage) -> None:
+            arm = ir.arms[stage.arm]
+            arm_slots, arm_specs = _arm_plan(ir, stage, slots, specs, given)
+            runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, arm.name, stage.operators)
+            runner.backend = backend
+            runner.memos = _memos(ir, stage, arm_slots, arm_specs, dev, pre, manifests[arm.name], regions)
+            runner.run(arm, manifests[arm.name])
+            runner.add_precomputed(arm, pre)
+
         with Progress(progress) as prog:
             ctx.progress = prog
-            for name, arm in ir.arms.items():
-                arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
-                runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, name, work[name].operators)
-                runner.backend = backend
-                runner.memos = _memos(ir, plan, name, arm_slots, arm_specs, dev, pre, manifests[name], regions)
-                runner.run(arm, manifests[name])
-                runner.add_precomputed(arm, pre)
+            walk(plan, {"arm": run_arm,
+                        "generate": None,  # generated arms were materialised before the manifests were read
+                        "select": None, "statistic": None, "report": None})  # the statistics engine's and the report's
         ran = _runs_somewhere(ir, given["scores"])
         weights = {n: s.weights_sha256() for n, s in slots.items() if n in ran}
     finally:

@@ -52,11 +52,10 @@ def file_identity(path: Path | None) -> list | None:
     return [os.fspath(path), st.st_size, st.st_mtime_ns]
 
 
-def arm_key(arm: str, plan: Any, extra: Any) -> str:
-    """The arm's work: plan keys of its per-image steps, plus what they do not cover (`extra`)."""
-    keys = sorted(s.key for s in plan.steps if s.arm == arm and s.kind in ("decode", "region", "operator",
-                                                                           "measure", "score"))
-    return hash_value([MEMO_VERSION, keys, extra])
+def arm_key(stage: Any, extra: Any) -> str:
+    """The arm's work: the plan keys of its per-image steps (a `plan.ArmStage`), plus what they do not
+    cover (`extra`)."""
+    return hash_value([MEMO_VERSION, list(stage.keys), extra])
 
 
 class Memos:

@@ -13,9 +13,13 @@ local one and recomputes nothing that was committed, and the tables are
 byte-identical to the local executor's.
 
 Model scorers (plugins that require torch) run in one actor per scorer that
-builds the model once, with `num_gpus=1` when the run's device is CUDA;
-classical and planted scorers, operators, regions and measures run inside
-the tasks. A task whose worker dies is retried by Ray (`RETRIES`); a batch
+builds the model once; classical and planted scorers, operators, regions and
+measures run inside the tasks. On a CUDA run both ask Ray for GPUs
+(`gpu_requests`): each scorer actor a whole GPU when the cluster has one per
+actor, else an equal share of them; each batch task a share (`TASK_GPUS`)
+when something it runs computes on the device (an operator, measure or region
+whose registry entry says `on_device`, or that requires torch), none
+otherwise. A CUDA run on a cluster without GPUs is refused before any work. A task whose worker dies is retried by Ray (`RETRIES`); a batch
 that still fails is split into single images, and an image whose task fails
 on every try becomes an exclusion saying so. Image files (and mask files)
 are read by the workers at the paths the manifest gives, so on a real
@@ -35,6 +39,8 @@ import numpy as np
 from scoreaudit.plugins.base import ScorerUnavailable, ScoreUnavailableForItem
 
 RETRIES = 2  # extra tries of a task whose worker died (Ray's max_retries)
+TASK_GPUS = 0.1  # GPU share of a batch task whose work runs on the device ($SCOREAUDIT_RAY_TASK_GPUS)
+ACTOR_ROOM = 0.8  # share of the cluster's GPUs the scorer actors may take when tasks need GPUs too
 WINDOW = 2  # tasks in flight per available CPU
 RAY_EXTRA = "pip install 'scoreaudit[ray]'"
 _WORKER: dict[str, Any] = {}  # per worker process: plugin instances and region evaluators, reused across tasks
@@ -274,6 +280,13 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+def _entry(kind: str, plugin: str) -> Any:
+    from scoreaudit.registry import REGISTRIES, load_plugins
+
+    load_plugins()
+    return REGISTRIES[kind].get(plugin)
+
+
 def _plugin_entries(ir: Any) -> list:
     """Registry entries the IR uses that workers cannot load themselves (registered at run time)."""
     from importlib.metadata import entry_points
@@ -316,6 +329,63 @@ def check_reachable(address: str, timeout: float = 10.0) -> None:
                              "(`ray start --head`) or correct --ray-address") from None
 
 
+def on_device(kind: str, plugin: str) -> bool:
+    """Whether a plugin computes on the run's device: its `on_device` fact, or it requires torch."""
+    from scoreaudit.registry import REGISTRIES, load_plugins
+
+    load_plugins()
+    entry = REGISTRIES[kind].get(plugin)
+    return bool(entry.fact("on_device")) or "torch" in tuple(entry.fact("requires") or ())
+
+
+def device_work(runner: Any) -> list[str]:
+    """What one arm's batch tasks run on the device ("operator 'light'", ...): empty when nothing."""
+    from scoreaudit.runtime.columns import region_calls
+
+    out = [f"operator '{op.name}'" for op in runner.operators if on_device("operator", op.call.plugin)]
+    out += [f"{s.role} '{s.name}'" for s in runner.specs if on_device(s.registry, s.plugin)]
+    out += [f"region '{name}'" for name, r in runner.regions.regions.items()
+            if any(on_device("region", c.plugin) for c in region_calls(r.expr))]
+    out += [f"scorer '{s.name}'" for s in runner.slots if not s.torch and on_device("scorer", s.ir.call.plugin)]
+    return out
+
+
+def task_gpus() -> float:
+    """The GPU share a batch task with device work asks for (`TASK_GPUS`, or $SCOREAUDIT_RAY_TASK_GPUS)."""
+    raw = os.environ.get("SCOREAUDIT_RAY_TASK_GPUS")
+    if not raw:
+        return TASK_GPUS
+    try:
+        share = float(raw)
+    except ValueError:
+        raise RayUnavailable(f"SCOREAUDIT_RAY_TASK_GPUS={raw!r} is not a number (a GPU share such as 0.25)") \
+            from None
+    if not 0 < share <= 1:
+        raise RayUnavailable(f"SCOREAUDIT_RAY_TASK_GPUS={raw!r} must lie in (0, 1]")
+    return share
+
+
+def gpu_requests(device: str, cluster_gpus: float, n_actors: int, tasks_on_device: bool) -> tuple[float, float]:
+    """(num_gpus of each scorer actor, num_gpus of each batch task with device work) for a run.
+
+    Not CUDA: none. CUDA: the actors share what they may take (all GPUs, or `ACTOR_ROOM`
+    of them when tasks compute on the device too, so tasks always fit), at most a whole
+    GPU each (so models never share memory they do not have to); a task with device work
+    gets `task_gpus()`. Shares are rounded down to 1/100.
+    """
+    if not device.startswith("cuda"):
+        return 0.0, 0.0
+    if cluster_gpus <= 0:
+        raise RayUnavailable("the run's device is CUDA but the Ray cluster has no GPUs: start the workers "
+                             "with GPUs (`ray start --num-gpus N`), or run with --device cpu")
+    task = task_gpus() if tasks_on_device else 0.0
+    if n_actors <= 0:
+        return 0.0, task
+    room = cluster_gpus * (ACTOR_ROOM if task else 1.0)
+    actor = min(1.0, int(room / n_actors * 100) / 100)
+    return max(actor, 0.01), task
+
+
 class RayBackend:
     """Connects to (or starts) Ray, and runs an arm's batches there; `close()` stops what it started."""
 
@@ -352,15 +422,24 @@ class RayBackend:
         self.entries = _plugin_entries(ctx.ir)
         self.actors: dict[str, Any] = {}
         self.window = max(1, int(ray.available_resources().get("CPU", 1)) * WINDOW)
+        self.gpus = float(ray.cluster_resources().get("GPU", 0))
         ctx.log.note(f"executor ray: {len(ray.nodes())} node(s), "
                      f"{int(ray.cluster_resources().get('CPU', 0))} CPU(s), "
-                     f"{int(ray.cluster_resources().get('GPU', 0))} GPU(s)")
+                     f"{int(self.gpus)} GPU(s)")
 
-    def _actor(self, slot: Any) -> Any:
+    def options(self, runner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Ray options (scorer actors, batch tasks) for one arm's runner: GPUs on a CUDA run (`gpu_requests`)."""
+        n_actors = sum(1 for s in self.ctx.ir.scorers.values()  # one actor per model scorer (ScorerSlot.torch)
+                       if "torch" in tuple(_entry("scorer", s.call.plugin).fact("requires") or ()))
+        on_dev = self.ctx.device.startswith("cuda") and bool(device_work(runner))
+        actor, task = gpu_requests(self.ctx.device, self.gpus, n_actors, on_dev)
+        return ({"num_gpus": actor, "num_cpus": 1, "max_restarts": RETRIES, "max_task_retries": RETRIES},
+                {"num_gpus": task, "num_cpus": 1, "max_retries": RETRIES, "retry_exceptions": False})
+
+    def _actor(self, slot: Any, options: dict[str, Any]) -> Any:
         if slot.name not in self.actors:
             gpu = self.ctx.device.startswith("cuda")
-            cls = self.ray.remote(_ScorerActor).options(num_gpus=1 if gpu else 0, num_cpus=1,
-                                                         max_restarts=RETRIES, max_task_retries=RETRIES)
+            cls = self.ray.remote(_ScorerActor).options(**options)
             self.actors[slot.name] = cls.remote(slot.ir, "cuda" if gpu else self.ctx.device, self.entries,
                                                 self.ctx.spec_dir)
         return self.actors[slot.name]
@@ -370,7 +449,9 @@ class RayBackend:
             return
         ray = self.ray
         ctx = self.ctx
-        actors = {s.name: self._actor(s) for s in runner.slots if s.torch}
+        actor_opts, task_opts = self.options(runner)
+        actors = {s.name: self._actor(s, actor_opts) for s in runner.slots if s.torch}
+        task = self.task.options(**task_opts)
         common = ray.put({"ir": ctx.ir, "arm": arm.name, "manifest": manifest, "pre": runner.pre,
                           "slots": [s.name for s in runner.slots], "specs": [s.name for s in runner.specs],
                           "operators": tuple(op.name for op in runner.operators), "device": ctx.device,
@@ -380,12 +461,12 @@ class RayBackend:
         nxt = 0
         for k, todo in enumerate(batches):
             while nxt < len(batches) and nxt < k + self.window:  # keep the cluster busy, memory bounded
-                refs[nxt] = self.task.remote(common, batches[nxt], self.reader, actors)
+                refs[nxt] = task.remote(common, batches[nxt], self.reader, actors)
                 nxt += 1
-            results = self._get(refs.pop(k), common, todo, arm.name, actors)
+            results = self._get(refs.pop(k), common, todo, arm.name, actors, task)
             yield todo, (lambda results=results, todo=todo: self._merge(runner, arm.name, todo, results))
 
-    def _get(self, ref: Any, common: Any, todo: list, arm: str, actors: dict) -> list:
+    def _get(self, ref: Any, common: Any, todo: list, arm: str, actors: dict, task: Any) -> list:
         """The batch's result, or, when its worker died on every try, one result per image."""
         from ray.exceptions import RayTaskError
 
@@ -401,7 +482,7 @@ class RayBackend:
                 return [("died", (todo[0], type(cause).__name__))]
             out = []
             for rec in todo:  # retry the images one by one, so one poisonous image does not sink the rest
-                out += self._get(self.task.remote(common, [rec], self.reader, actors), common, [rec], arm, actors)
+                out += self._get(task.remote(common, [rec], self.reader, actors), common, [rec], arm, actors, task)
             return out
 
     def _merge(self, runner: Any, arm: str, todo: list, results: list) -> None:
