@@ -72,3 +72,53 @@ def test_a_new_scorer_reruns_the_steps_and_reuses_cached_ones(tmp_path, fake_log
     _run(spec, make_ir(scorers=two), tmp_path / "o2")
     ran = [s for s in run_steps(tmp_path / "o2") if s["status"] == "ran"]
     assert ran and all(s["kind"] == "score" and s["slot"].startswith("score t ") for s in ran)
+
+
+def test_replayed_log_lines_and_first_score_time_are_those_of_the_steps(tmp_path, fake_log):
+    """A replay writes the very run.log lines a step-by-step cached run writes, and run.json's
+    first_score_at is the earliest `created_at` of the scores read (queried here independently)."""
+    import sqlite3
+
+    spec = make_images(tmp_path)
+    cache = tmp_path / "c.sqlite"
+    _run(spec, make_ir(), tmp_path / "o1", cache_path=cache)
+    _run(spec, make_ir(), tmp_path / "o2", cache_path=cache)  # every image replayed from its memo
+    db = sqlite3.connect(cache)
+    db.execute("DELETE FROM entries WHERE kind = 'image'")  # no memos: each step looked up one by one
+    db.commit()
+    _run(spec, make_ir(), tmp_path / "o3", cache_path=cache)
+    replayed, stepwise = run_steps(tmp_path / "o2"), run_steps(tmp_path / "o3")
+    assert sorted(map(str, replayed)) == sorted(map(str, stepwise)) and {s["status"] for s in replayed} == {"cached"}
+    keys = [s["key"] for s in stepwise if s["kind"] == "score"]
+    (earliest,) = db.execute(f"SELECT MIN(created_at) FROM entries WHERE key IN ({','.join('?' * len(keys))})",
+                             keys).fetchone()
+    db.close()
+    times = [json.loads((tmp_path / o / "run.json").read_text())["first_score_at"] for o in ("o1", "o2", "o3")]
+    assert times == [earliest] * 3
+
+
+def test_unchanged_files_are_not_probed_again(tmp_path, fake_log, monkeypatch):
+    """The header probe runs once per file version: an unchanged file is not opened again, an edited
+    or replaced one is (and a corrupt replacement is still caught before any decoding)."""
+    from scoreaudit.runtime import images
+
+    spec = make_images(tmp_path)
+    probed: list[str] = []
+    real = images._probe_header
+
+    def counting(path, max_pixels):
+        probed.append(path.stem)
+        return real(path, max_pixels)
+
+    monkeypatch.setattr(images, "_probe_header", counting)
+    _run(spec, make_ir(), tmp_path / "o1")
+    assert sorted(probed) == ["astro", "r0", "r1", "r2", "r3", "r4"]
+    probed.clear()
+    _run(spec, make_ir(), tmp_path / "o2")
+    assert probed == []
+    (tmp_path / "data" / "imgs" / "r3.png").write_bytes(b"not a png any more")
+    _run(spec, make_ir(), tmp_path / "o3")
+    assert probed == ["r3"]
+    excl = __import__("pandas").read_parquet(tmp_path / "o3" / "tables" / "exclusions.parquet")
+    assert list(excl["image_id"]) == ["r3"] and list(excl["stage"]) == ["manifest"]
+    assert "not a readable image file" in excl["reason"][0]

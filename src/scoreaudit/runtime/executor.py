@@ -60,7 +60,8 @@ from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
 from scoreaudit.runtime.generation import is_generated, materialise
 from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, imageless, load_manifest
-from scoreaudit.runtime.memo import Capture, Memos, arm_key as memo_arm_key, intact_memos, replay
+from scoreaudit.runtime.memo import (Capture, Memos, arm_key as memo_arm_key, intact_memos, known_probes, probe_step,
+                                      replay)
 from scoreaudit.runtime.measure_steps import MeasureSpec, empty_mask_names, measure_specs
 from scoreaudit.runtime.operator_steps import Img, OperatorSteps
 from scoreaudit.runtime.original_steps import original_measures, original_scores
@@ -110,20 +111,28 @@ def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[st
 
 
 def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None,
-                   trusted: set[str] = frozenset()) -> dict[str, ManifestResult]:
+                   trusted: set[str] = frozenset(), known: dict[str, dict] | None = None
+                   ) -> dict[str, ManifestResult]:
     """Read and check every arm's manifest; raise every E07xx problem at once, before any work.
 
     `root`: files must lie below it (E0707); None allows any path (`run --allow-outside`).
     `trusted`: arms whose files the run wrote itself (generated arms, in the output folder).
+    `known`: arm -> files whose header passed in an earlier run (`memo.known_probes`).
     """
+    known = known or {}
     results = {name: load_manifest(arm, spec_dir, columns=required_columns(ir, arm),
-                                   on_error=ir.settings.on_error, root=None if name in trusted else root)
+                                   on_error=ir.settings.on_error, root=None if name in trusted else root,
+                                   known=known.get(name))
                for name, arm in ir.arms.items()}
     diags = [d for r in results.values() for d in r.diagnostics]
     diags += outside_file_columns(ir, results, root)
     if has_errors(diags):
         raise DiagnosticError(diags)
     return results
+
+
+def _max_pixels(arm: ArmIR) -> int:
+    return int(arm.call.params.get("max_pixels") or 89_478_485)
 
 
 def outside_file_columns(ir: AuditIR, manifests: dict[str, ManifestResult], root: Path | None) -> list:
@@ -134,7 +143,7 @@ def outside_file_columns(ir: AuditIR, manifests: dict[str, ManifestResult], root
     """
     from scoreaudit.diagnostics import Diagnostic
     from scoreaudit.runtime.columns import region_calls
-    from scoreaudit.safeio import inside
+    from scoreaudit.runtime.images import inside_all
 
     if root is None:
         return []
@@ -149,14 +158,14 @@ def outside_file_columns(ir: AuditIR, manifests: dict[str, ManifestResult], root
                     cols.append(value)
     out = []
     for name, m in manifests.items():
-        for rec in m.records:
-            for c in cols:
-                value = rec.columns.get(c)
-                if isinstance(value, str) and value.strip() and not inside(m.base_dir / value.strip(), root):
-                    out.append(Diagnostic(
-                        "E0707", "error", f"arm '{name}': the file named in column '{c}' of row {rec.row} "
-                        f"(image '{rec.image_id}') leaves the project folder: {value.strip()}",
-                        path=m.manifest, help="keep masks inside the spec's folder, or run with --allow-outside"))
+        named = [(rec, c, rec.columns.get(c).strip()) for rec in m.records for c in cols
+                 if isinstance(rec.columns.get(c), str) and rec.columns.get(c).strip()]
+        for (rec, c, value), ok in zip(named, inside_all(m.base_dir, [v for _, _, v in named], root)):
+            if not ok:
+                out.append(Diagnostic(
+                    "E0707", "error", f"arm '{name}': the file named in column '{c}' of row {rec.row} "
+                    f"(image '{rec.image_id}') leaves the project folder: {value}",
+                    path=m.manifest, help="keep masks inside the spec's folder, or run with --allow-outside"))
     return out
 
 
@@ -334,7 +343,8 @@ class ArmRunner:
                 merge()
             finally:
                 capture.close()
-            for iid, value in capture.by_image(arm.name, [r.image_id for r in todo]).items():
+            created = {k: t for k, (_, t) in ctx.cache.lookup(capture.score_keys()).items()}
+            for iid, value in capture.by_image(arm.name, [r.image_id for r in todo], created).items():
                 if memo_keys.get(iid) is not None:
                     ctx.cache.stage(memo_keys[iid], value)
             ctx.cache.commit()
@@ -517,7 +527,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
         notes: list[str] = []
         ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
                                     device=gen_dev, note=notes.append)
-    manifests = load_manifests(ir, spec_dir, root, trusted=set(generated))
+    known = known_probes(cache_path, {n: _max_pixels(a) for n, a in ir.arms.items()})
+    manifests = load_manifests(ir, spec_dir, root, trusted=set(generated), known=known)
     pre = load_precomputed(ir, spec_dir, manifests, root)
     stat_inputs = read_stat_inputs(ir, spec_dir, root)
     given = provided(pre)
@@ -538,6 +549,10 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
                      spec_dir=spec_dir, root=root,
                      policies={n: m.on_error for n, m in manifests.items()},
                      manifests={n: m.manifest for n, m in manifests.items()})
+    for name, m in manifests.items():  # unchanged files are not opened again next time (images.load_manifest)
+        if m.probed and m.probed != {k: tuple(v) for k, v in known.get(name, {}).items()}:
+            cache.stage(probe_step(name, m.max_pixels, m.probed), {"max_pixels": m.max_pixels,
+                                                                     "files": {k: list(v) for k, v in m.probed.items()}})
     backend: Any = LocalBackend()
     try:
         # a table-only scorer (`precomputed()`) never gets a slot: its factory cannot build it
@@ -573,7 +588,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             log.flush()
             backend.close()
     paths = write_tables(tables, out_dir / "tables")
-    first = first_score_time(cache_path, ctx.score_keys)
+    first = min(filter(None, [first_score_time(cache_path, ctx.score_keys), *ctx.replayed_first]), default=None)
     finished = utc_now()
     images: dict[str, int] = {}
     for r in tables.images:

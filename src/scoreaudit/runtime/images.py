@@ -126,6 +126,7 @@ class ManifestResult:
     diagnostics: tuple[Diagnostic, ...]
     max_pixels: int
     on_error: str
+    probed: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # path -> (size, mtime_ns) whose header passed
 
     @property
     def ok(self) -> bool:
@@ -482,8 +483,8 @@ class _Locator:
         prefix = folder if folder.endswith(os.sep) else folder + os.sep
         return resolved[len(prefix):] if resolved.startswith(prefix) else None
 
-    def locate(self, rel: str) -> tuple[Path, str, bool, str | None]:
-        path = self.base_dir / rel
+    def locate(self, rel: str) -> tuple[Path, str, bool, str | None, os.stat_result | None]:
+        """(path, display path, inside the root, file problem, the file's own stat when it is not a link)."""
         joined = os.path.join(self.base, rel)
         head, name = os.path.split(joined)
         try:
@@ -492,25 +493,26 @@ class _Locator:
             st = False
         except (OSError, ValueError):
             st = None
+        path = Path(joined)  # what `base_dir / rel` gives
         if st is None or (st is not False and stat.S_ISLNK(st.st_mode)):
-            return self._slow(path)
+            return path, _display(path, self.spec_dir), _inside(path, self.root), file_problem(path), None
         rdir = self.dirs.get(head)
         if rdir is None:
             rdir = self.dirs[head] = os.path.realpath(head)
         resolved = os.path.join(rdir, name)
         rel_shown = self._under(resolved, self.spec)
-        shown = Path(rel_shown).as_posix() if rel_shown is not None else str(path)
+        shown = rel_shown.replace(os.sep, "/") if rel_shown is not None else str(path)
         inside = self.root_res is None or self._under(resolved, self.root_res) is not None
         if st is False:
-            problem = "not found"
-        elif stat.S_ISREG(st.st_mode):
-            problem = None
-        else:
-            problem = file_problem(path)
-        return path, shown, inside, problem
+            return path, shown, inside, "not found", None
+        return path, shown, inside, None if stat.S_ISREG(st.st_mode) else file_problem(path), st
 
-    def _slow(self, path: Path) -> tuple[Path, str, bool, str | None]:
-        return path, _display(path, self.spec_dir), _inside(path, self.root), file_problem(path)
+
+def inside_all(base_dir: Path, rels: Sequence[str], root: Path | None) -> list[bool]:
+    """For each path relative to `base_dir`: whether it resolves under `root` (`safeio.inside`, with
+    one `realpath` per folder; links take the slow road)."""
+    where = _Locator(Path(base_dir), Path(base_dir), root)
+    return [where.locate(rel)[2] for rel in rels]
 
 
 def _first_rows(row_nos: Sequence[int], ids: Sequence[str | None]) -> list[int | None]:
@@ -535,7 +537,8 @@ def _base_ids(arm, frame, row_nos: Sequence[int], have_id: bool, id_col: str, pa
 
 def _records_from_frame(col: _Collector, arm, frame, values: Sequence[Mapping[str, Any]],
                         row_nos: Sequence[int], base_dir: Path, spec_dir: Path, root: Path | None,
-                        max_pixels: int, probe: bool) -> list[ImageRecord]:
+                        max_pixels: int, probe: bool, known: Mapping[str, Sequence[int]],
+                        probed: dict[str, tuple[int, int]]) -> list[ImageRecord]:
     """Manifest rows → records (both sides for pairs), with id/file checks.
 
     The columns are checked whole (missing ids, repeated ids, missing paths, in
@@ -577,7 +580,7 @@ def _records_from_frame(col: _Collector, arm, frame, values: Sequence[Mapping[st
                                 f"row {row_no} (id '{base_id}') has no value in column '{path_col}'",
                                 help="give every row an image path, or remove the row")
                 continue
-            path, shown, inside, problem = where.locate(rel)
+            path, shown, inside, problem, st = where.locate(rel)
             if not inside:
                 col.row_problem("E0707", image_id, row_no,
                                 f"image path in row {row_no} leaves the project folder: {shown}",
@@ -594,11 +597,15 @@ def _records_from_frame(col: _Collector, arm, frame, values: Sequence[Mapping[st
                                      f"'{_display(base_dir, spec_dir)}') or remove the row")
                 continue
             if probe:
-                reason = _probe_header(path, max_pixels)
-                if reason is not None:
-                    col.row_problem("E0706", image_id, row_no, f"{reason} (row {row_no}, {shown})",
-                                    help="replace the file, or remove the row")
-                    continue
+                seen = (st.st_size, st.st_mtime_ns) if st is not None else None
+                if seen is None or tuple(known.get(str(path), ())) != seen:  # this very file passed before
+                    reason = _probe_header(path, max_pixels)
+                    if reason is not None:
+                        col.row_problem("E0706", image_id, row_no, f"{reason} (row {row_no}, {shown})",
+                                        help="replace the file, or remove the row")
+                        continue
+                if seen is not None:
+                    probed[str(path)] = seen
             row_records.append(ImageRecord(
                 arm=arm.name, image_id=image_id, row=row_no, path=path, display_path=shown,
                 cluster=cluster if cluster is not None else base_id, prompt=prompts[i], side=side,
@@ -667,7 +674,8 @@ def _folder_rows(col: _Collector, folder: Path, spec_dir: Path) -> list[tuple[in
 
 
 def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_error: str = "skip",
-                  root: str | Path | None = None, probe: bool = True) -> ManifestResult:
+                  root: str | Path | None = None, probe: bool = True,
+                  known: Mapping[str, Sequence[int]] | None = None) -> ManifestResult:
     """Read and check one arm's manifest (see the module docstring). Never raises for user errors.
 
     `arm` is a `compiler.ir.ArmIR`; `columns` are further manifest columns the
@@ -675,7 +683,9 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
     `on_error` is the audit's setting (the arm's own `on_error` wins); `root`
     is the folder images must stay inside (None: no restriction); `probe`
     reads every file's header to catch unreadable files and decompression
-    bombs before any scoring.
+    bombs before any scoring; `known` (path -> [size, mtime_ns], the
+    `probed` of an earlier load with the same max_pixels) names files whose
+    header already passed, so an unchanged file is not opened again.
     """
     spec_dir = Path(spec_dir)
     root_path = Path(root) if root is not None else None
@@ -690,11 +700,12 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
         base_dir = spec_dir / p["folder"]
     shown_manifest = _display(manifest_path, spec_dir) if manifest_path else None
     col = _Collector(arm.name, shown_manifest or _display(base_dir, spec_dir), policy)
+    probed: dict[str, tuple[int, int]] = {}
 
     def result(records=(), available=()) -> ManifestResult:
         return ManifestResult(arm.name, arm.source, shown_manifest, base_dir, tuple(available),
                               tuple(records), tuple(col.exclusions), tuple(col.diagnostics),
-                              max_pixels, policy)
+                              max_pixels, policy, probed)
 
     for what, path in (("manifest", manifest_path), ("image folder", base_dir)):
         if path is not None and root_path is not None and not _inside(path, root_path):
@@ -746,7 +757,7 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
         records = _imageless_records(col, arm, frame, values, row_nos, shown_manifest)
     else:
         records = _records_from_frame(col, arm, frame, values, row_nos, base_dir, spec_dir, root_path,
-                                      max_pixels, probe)
+                                      max_pixels, probe, known or {}, probed)
     if not records and not col.diagnostics:
         col.error("E0705", f"arm '{arm.name}' has no usable images: every row was excluded",
                   notes=tuple(f"row {e.row}: {e.reason}" for e in col.exclusions[:5]),

@@ -41,13 +41,14 @@ class RunLog:
         if self.capture is not None:
             self.capture.append((step, reason))
 
-    def cached(self, steps: list) -> None:
-        """Many cached steps at once, as (key, kind, slot) (a memo's lines)."""
-        self._fh.write("".join(f"{key}\tcached\tcached\t{kind}\t{slot}\n" for key, kind, slot in steps))
-        for _, kind, _ in steps:
-            self.counts[(kind, "cached")] += 1
+    def cached(self, lines: str, counts: Any) -> None:
+        """Many cached steps at once: their lines as written (`cached_lines`) and (kind, steps) counts
+        (a memo's replay)."""
+        self._fh.write(lines)
+        for kind, n in counts:
+            self.counts[(kind, "cached")] += n
 
-    def flush(self) -> None:
+    def flush(self) -> None:  # noqa: D102
         self._fh.flush()
 
     def close(self) -> None:
@@ -58,6 +59,11 @@ class RunLog:
         for (kind, reason), n in sorted(self.counts.items()):
             out.setdefault(kind, {})[reason] = n
         return out
+
+
+def cached_lines(steps: Any) -> str:
+    """The run.log lines of steps taken from the cache, as `RunLog.step` writes them."""
+    return "".join(f"{s.key}\tcached\tcached\t{s.kind}\t{_one_line(s.slot)}\n" for s in steps)
 
 
 def read_run_log(path: Path) -> list[dict[str, str]]:

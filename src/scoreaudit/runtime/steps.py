@@ -33,6 +33,7 @@ class RunContext:
     spec_dir: Path
     root: Path | None = None  # data must lie under this folder (None: `run --allow-outside`)
     score_keys: set[str] = field(default_factory=set)
+    replayed_first: list[str] = field(default_factory=list)  # first_score_at of each replayed memo (runtime/memo.py)
     policies: dict[str, str] = field(default_factory=dict)  # arm -> on_error (skip | fail)
     manifests: dict[str, str | None] = field(default_factory=dict)  # arm -> manifest display path
     warnings: list[str] = field(default_factory=list)  # said on the terminal, in run.log and run.json

@@ -9,6 +9,7 @@ same inputs — with any batch size — give identical bytes.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ class Tables:
     measures: list[dict[str, Any]] = field(default_factory=list)
     regions: list[dict[str, Any]] = field(default_factory=list)
     exclusions: list[dict[str, Any]] = field(default_factory=list)
+    replayed: dict[str, dict[str, list]] = field(default_factory=dict)  # table -> column -> chunks (`extend_columns`)
 
     def add_image(self, *, arm: str, image_id: str, row: int | None, cluster: str, content_hash: str,
                   width: int, height: int, side: str | None = None, pair_id: str | None = None,
@@ -71,8 +73,26 @@ class Tables:
         self.exclusions.append({"arm": arm, "image_id": image_id, "row": row, "stage": stage,
                                 "reason": reason})
 
+    def extend_columns(self, name: str, columns: Mapping[str, Any]) -> None:
+        """Rows of `scores` or `measures` given as columns (lists or float arrays; a memo's replay:
+        no dict per row, one append per column)."""
+        have = self.replayed.setdefault(name, {c: [] for c in SCHEMAS[name].names})
+        for c, values in columns.items():
+            have[c].append(values)
+
     def counts(self) -> dict[str, int]:
-        return {name: len(getattr(self, name)) for name in SCHEMAS}
+        return {name: len(getattr(self, name)) + self.replayed_rows(name) for name in SCHEMAS}
+
+    def replayed_rows(self, name: str) -> int:
+        cols = self.replayed.get(name)
+        return sum(len(chunk) for chunk in next(iter(cols.values()))) if cols else 0
+
+
+def _joined(chunks: list) -> Any:
+    """A column's chunks as one list or float array."""
+    if chunks and all(isinstance(c, np.ndarray) for c in chunks):
+        return np.concatenate(chunks)
+    return list(itertools.chain.from_iterable(chunks))
 
 
 def _is_null(v: Any) -> bool:
@@ -105,13 +125,17 @@ def _sort_rows(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[s
     return sorted(rows, key=keyfn)
 
 
+def _nan_keys(table: pa.Table, keys: tuple[str, ...]) -> bool:
+    return any(pa.types.is_floating(table.column(k).type) and pa.compute.any(pa.compute.is_nan(table.column(k))).as_py()
+               for k in keys)
+
+
 def _sort_table(table: pa.Table, rows: list[dict[str, Any]], keys: tuple[str, ...]) -> pa.Table:
     """`_sort_rows` done by Arrow (a stable sort, nulls first, strings by code point): the same order,
     without a Python key per row (a cached re-run of 1,500 images writes 150,000 rows)."""
     if table.num_rows < 2:
         return table
-    if any(pa.types.is_floating(table.column(k).type) and pa.compute.any(pa.compute.is_nan(table.column(k))).as_py()
-           for k in keys):  # NaN in a key column: keep Python's order
+    if _nan_keys(table, keys):  # NaN in a key column: keep Python's order
         order = {id(r): i for i, r in enumerate(rows)}
         return table.take(pa.array([order[id(r)] for r in _sort_rows(rows, keys)], type=pa.int64()))
     try:  # pyarrow >= 25: null placement per key
@@ -121,9 +145,16 @@ def _sort_table(table: pa.Table, rows: list[dict[str, Any]], keys: tuple[str, ..
     return table.take(idx)
 
 
-def to_arrow(name: str, rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows → an Arrow table with the contract's schema, sorted by its key columns."""
+def to_arrow(name: str, rows: list[dict[str, Any]], columns: Mapping[str, list] | None = None) -> pa.Table:
+    """Rows (and rows given as `columns`) → an Arrow table with the contract's schema, sorted by its
+    key columns (every table's keys are unique, so the order rows arrived in never shows)."""
     schema = SCHEMAS[name]
+    if columns and any(columns.values()):
+        extra = pa.Table.from_pydict({c: _joined(chunks) for c, chunks in columns.items()}, schema=schema)
+        table = pa.concat_tables([pa.Table.from_pylist(rows, schema=schema), extra])
+        if not _nan_keys(table, SORT_KEYS[name]):
+            return _sort_table(table, rows, SORT_KEYS[name])
+        rows = rows + extra.to_pylist()  # NaN in a key column: Python's order needs every row
     if name != "images":  # built and sorted by Arrow (scores and measures: 100 rows per image)
         return _sort_table(pa.Table.from_pylist(rows, schema=schema), rows, SORT_KEYS[name])
     rows = _sort_rows(rows, SORT_KEYS[name])  # one row per image, with the manifest's own columns
@@ -141,6 +172,6 @@ def write_tables(tables: Tables, tables_dir: Path) -> dict[str, Path]:
     out = {}
     for name in SCHEMAS:
         path = tables_dir / f"{name}.parquet"
-        write_parquet(to_arrow(name, getattr(tables, name)), path)
+        write_parquet(to_arrow(name, getattr(tables, name), tables.replayed.get(name)), path)
         out[name] = path
     return out
