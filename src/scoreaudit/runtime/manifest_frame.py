@@ -19,22 +19,18 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
 import polars as pl
 
-from scoreaudit.runtime.tablefile import TableError, _text as json_key, read_records
+from scoreaudit.runtime.tablefile import TableError, _text as json_key, delimited_frame, read_records
 from scoreaudit.safeio import read_regular
 
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 # what a CSV cell means by "no value" (the markers spreadsheet and dataframe tools write)
 MISSING = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
            "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
-# lines with nothing but blanks (other than the separator) are not rows
-BLANK_LINES = {sep: re.compile(rb"(?:(?<=\n)|^)[" + blank + rb"]*(?:\r?\n|$)")
-               for sep, blank in ((",", rb" \t"), ("\t", rb" "))}
 TRUE, FALSE = ("True", "TRUE", "true"), ("False", "FALSE", "false")
 INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
 
@@ -56,10 +52,7 @@ def read_manifest(path: Path, text_columns: Sequence[str]) -> pl.DataFrame:
         return frame.with_columns([_no_nan(frame[c]) for c in frame.columns
                                    if frame[c].dtype in (pl.Float32, pl.Float64) or _nullable_int(frame[c])])
     sep = "\t" if suffix == ".tsv" else ","
-    frame = pl.read_csv(io.BytesIO(BLANK_LINES[sep].sub(b"", data)), separator=sep, infer_schema=False,
-                        null_values=list(MISSING), raise_if_empty=False)
-    if not frame.columns:
-        raise ValueError("No columns to parse from file")
+    frame = delimited_frame(data, sep).with_columns(pl.all().replace(list(MISSING), None))
     text = set(text_columns)
     return frame.with_columns([_typed(frame[c]) for c in frame.columns if c not in text])
 

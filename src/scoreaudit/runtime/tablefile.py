@@ -7,10 +7,12 @@ both read rows with their numbers (1-based; the header is row 0).
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -19,6 +21,7 @@ from scoreaudit.safeio import UnsafePath, inside as _safe_inside, read_regular
 
 import numpy as np
 import pandas as pd
+import polars as pl
 
 TEXT = pd.Series(["x"]).dtype  # this pandas' default text dtype (str on pandas 3, object before)
 
@@ -68,21 +71,40 @@ def _columns_of(rows: Iterable[tuple[int, dict]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k for _, r in rows for k in r))
 
 
-def _delimited_frame(data: bytes, sep: str) -> pd.DataFrame:
-    import io
+# lines with nothing but blanks (other than the separator) are not rows
+BLANK_LINES = {sep: re.compile(rb"(?:(?<=\n)|^)[" + blank + rb"]*(?:\r?\n|$)")
+               for sep, blank in ((",", rb" \t"), ("\t", rb" "))}
 
-    # Every cell as its text: "" is a missing value, "nan"/"inf" are kept for their own messages,
-    # and ids like "007" keep their zeros.
-    df = pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-                     encoding="utf-8-sig")
-    return df.rename(columns=str)
+
+def delimited_frame(data: bytes, sep: str) -> pl.DataFrame:
+    """A CSV/TSV file's cells exactly as written, read by polars (all text, "" kept, a UTF-8 BOM
+    dropped); blank lines are not rows. A quoted cell that spans lines (where a blank line may be part of the cell) is
+    read by Python's csv module instead, so no cell is ever changed."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b'"' in data and any(line.count(b'"') % 2 for line in data.splitlines()):
+        blank = " \t" if sep == "," else " "
+        rows = [r for r in csv.reader(io.StringIO(data.decode("utf-8"), newline=""), delimiter=sep)
+                if r and not (len(r) == 1 and r[0] and not r[0].strip(blank))]
+        if not rows:
+            raise ValueError("No columns to parse from file")
+        width = len(rows[0])
+        if any(len(r) > width for r in rows[1:]):
+            raise ValueError(f"a row has more fields than the header's {width}")
+        body = [r + [""] * (width - len(r)) for r in rows[1:]]  # missing trailing fields are empty
+        return pl.DataFrame({name: [r[i] for r in body] for i, name in enumerate(rows[0])},
+                            schema={name: pl.String for name in rows[0]})
+    frame = pl.read_csv(io.BytesIO(BLANK_LINES[sep].sub(b"", data)), separator=sep, infer_schema=False,
+                        empty_string_is_null=False, raise_if_empty=False)
+    if not frame.columns:
+        raise ValueError("No columns to parse from file")
+    return frame.fill_null("")  # missing trailing fields are empty
 
 
 def _read_delimited(data: bytes, sep: str) -> tuple[tuple[str, ...], list[tuple[int, dict]]]:
-    df = _delimited_frame(data, sep)
-    cols = tuple(df.columns)
-    rows = [(i, dict(zip(cols, vals))) for i, vals in enumerate(df.itertuples(index=False, name=None), start=1)]
-    return cols, rows
+    frame = delimited_frame(data, sep)
+    cols = tuple(frame.columns)
+    return cols, [(i, dict(zip(cols, vals))) for i, vals in enumerate(frame.iter_rows(), start=1)]
 
 
 def _read_parquet(data: bytes) -> tuple[tuple[str, ...], list[tuple[int, dict]]]:
@@ -195,7 +217,7 @@ def read_columns(path: str | Path, shown: str | None = None) -> Columns:
         if fmt == "parquet":
             frame = pl.from_arrow(pq.read_table(io.BytesIO(data)), rechunk=False)  # the bytes read once, checked
         else:
-            frame = pl.from_pandas(_delimited_frame(data, "\t" if fmt == "tsv" else ","))
+            frame = delimited_frame(data, "\t" if fmt == "tsv" else ",")
     except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
         raise TableError(f"cannot read {shown} as {fmt}: {exc}", FORMAT_HELP) from None
     if isinstance(frame, pl.Series):  # pragma: no cover - a table always gives a frame
