@@ -130,3 +130,28 @@ def test_pairs_and_imageless_pairs_share_the_id_checks(tmp_path):
     res = load_manifest(pairs_arm(manifest="p/pairs.csv", preferred="l", other="r", images=False), tmp_path)
     assert [d.code for d in res.diagnostics] == ["E0703", "E0708"]
     assert [r.image_id for r in res.records] == ["x:preferred", "x:other", "y:preferred", "y:other"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_table_cells_are_read_as_written_like_pandas(seed):
+    """tablefile.delimited_frame (long tables and manifests) against pandas with NA parsing off."""
+    from scoreaudit.runtime.tablefile import delimited_frame
+
+    rng = random.Random(seed)
+    cells = ["1", "", "NA", "nan", " x ", "007", '"q,uoted"', '"multi\nline"', '"two\n\nlines"', "é", '""']
+    for _ in range(40):
+        sep = rng.choice([",", "\t"])
+        cols = [f"c{i}" for i in range(rng.randint(2, 4))]
+        lines = [sep.join(cols)]
+        for _ in range(rng.randint(0, 6)):
+            lines.append(sep.join(rng.choice(cells) for _ in cols))
+            if rng.random() < 0.15:
+                lines.append(rng.choice(["", "  "]))
+        data = ("\n".join(lines) + "\n").encode()
+        if rng.random() < 0.2:
+            data = b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n")
+        want = pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                           encoding="utf-8-sig")
+        got = delimited_frame(data, sep)
+        assert got.columns == list(want.columns)
+        assert [list(r) for r in got.iter_rows()] == [list(r) for r in want.itertuples(index=False, name=None)]
