@@ -40,6 +40,11 @@ SCHEMAS: dict[str, pa.Schema] = {
     "exclusions": pa.schema([("arm", pa.string()), ("image_id", pa.string()), ("row", pa.int64()),
                              ("stage", pa.string()), ("reason", pa.string())]),
 }
+#: `tables/probe.parquet`, written only by audits with optimisation probes (runtime/probe.py, stats/probes.py):
+#: one row per (probe, prompt, seed, iteration, measure, label); the scorer's own score is measure `score`.
+PROBE_SCHEMA = pa.schema([("probe", pa.string()), ("scorer", pa.string()), ("prompt", pa.string()),
+                          ("cluster", pa.string()), ("seed", pa.int64()), ("iteration", pa.int64()),
+                          ("measure", pa.string()), ("label", pa.string()), ("value", pa.float64())])
 
 _FLOAT = ("estimate", "ci_low", "ci_high", "ci_level", "p", "q", "se", "mean", "dose", "value", "score",
           "coverage", "fi", "asymmetry", "asym_ci_low", "asym_ci_high", "asym_p", "ratio", "fi_operator",

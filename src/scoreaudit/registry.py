@@ -33,6 +33,8 @@ KINDS = (
     "scorer",
     "statistic",
     "section",
+    "probe",
+    "probe_measure",
 )
 
 
@@ -81,6 +83,7 @@ FACTS: dict[str, dict[str, Any]] = {
         "reads_data": False,  # scores are read from data (manifest columns, tables): no forward pass
         "data_params": (),  # reads_data: the parameters naming manifest columns; none given = tables only
         "requires": (),  # importable modules the implementation needs (torch, open_clip, ...)
+        "differentiable": False,  # score_tensor(x, prompts) gives a score with gradients (probes need it)
     },
     "operator": {
         "identity": 0.0,  # the dose that returns the image unchanged
@@ -182,6 +185,8 @@ operators = REGISTRIES["operator"]
 scorers = REGISTRIES["scorer"]
 statistics = REGISTRIES["statistic"]
 sections = REGISTRIES["section"]
+probes = REGISTRIES["probe"]
+probe_measures = REGISTRIES["probe_measure"]
 
 _BUILTIN_MODULES = (
     "scoreaudit.plugins.arms",
@@ -191,6 +196,7 @@ _BUILTIN_MODULES = (
     "scoreaudit.plugins.scorers",
     "scoreaudit.plugins.statistics",
     "scoreaudit.plugins.comparisons",
+    "scoreaudit.plugins.probes",
 )
 _loaded = False
 

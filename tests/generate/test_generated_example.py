@@ -8,11 +8,12 @@ from pathlib import Path
 
 from scoreaudit import api
 from scoreaudit.testing.tiny_diffusion import save_tiny_sd
-from scoreaudit.testing.tiny_models import hf_snapshot
+from scoreaudit.testing.tiny_models import build_prompt_scorers, hf_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "generated.audit"
 REPO = "stabilityai/stable-diffusion-xl-base-1.0"
+TURBO = "stabilityai/sdxl-turbo"
 
 
 def test_example_checks_and_plans_as_written():
@@ -21,23 +22,37 @@ def test_example_checks_and_plans_as_written():
     _, plan = api.compile(EXAMPLE)
     step = plan.step("generate/gen")
     assert step.images == 2 * 5 * 5 and step.denoising_steps == 50 * 30  # gender × jobs × seeds; × steps
+    probe = checked.ir.probes["reno_ir"]
+    assert probe.scorer == "ir" and probe.measures == ("ita", "skin_exposure")
+    assert probe.call.params["seeds"] == [0, 1, 2, 3] and probe.call.params["iterations"] == 50
+    assert [c.id for c in checked.ir.cells() if c.hypothesis == "P1"] == ["P1/ir/reno_ir"]
 
 
 def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
-    snap = hf_snapshot(Path(os.environ["HF_HUB_CACHE"]), REPO)
-    if not (snap / "model_index.json").exists():
-        save_tiny_sd(tmp_path / "tiny", seed=5)
-        shutil.copytree(tmp_path / "tiny", snap, dirs_exist_ok=True)
+    cache = Path(os.environ["HF_HUB_CACHE"])
+    for repo in (REPO, TURBO):  # tiny SD pipelines stand in for SDXL and SDXL-Turbo
+        snap = hf_snapshot(cache, repo)
+        if not (snap / "model_index.json").exists():
+            save_tiny_sd(tmp_path / "tiny", seed=5)
+            shutil.copytree(tmp_path / "tiny", snap, dirs_exist_ok=True)
+    build_prompt_scorers(cache, seed=4)  # a tiny ImageReward for `ir`
     (tmp_path / "prompts").mkdir()
     shutil.copy(ROOT / "examples" / "prompts" / "jobs.csv", tmp_path / "prompts" / "jobs.csv")
+    (tmp_path / "prompts" / "neutral_prompts.csv").write_text("prompt\na photo of a person\na photo of a nurse\n")
     text = EXAMPLE.read_text()
     # the same spec, smaller: 2 seeds, 2 steps, 32 px (the tiny UNet's scale), so it runs on a CPU in seconds
-    small = text.replace("seeds: 5, steps: 30, guidance: 7.0, size: 1024", "seeds: 2, steps: 2, guidance: 7.0, size: 32")
-    assert small != text
+    small = text.replace("seeds: 0..4, steps: 30, guidance: 7.0, size: 1024", "seeds: 0..1, steps: 2, guidance: 7.0, size: 32")
+    small = small.replace("iterations: 50, lr: 5.0, direction: maximize, seeds: 0..3",
+                          "iterations: 2, lr: 5.0, direction: maximize, seeds: 0..1, size: 32")
+    assert small.count("size: 32") == 2
     spec = tmp_path / "generated.audit"
     spec.write_text(small)
     res = api.run(spec, out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False)
     assert len(list((tmp_path / "out" / "generated" / "gen").glob("*.png"))) == 2 * 5 * 2
-    assert {c["hypothesis"] for c in res["cells"]} == {"G1", "G2"}
-    assert all("seed_robustness" in c for c in res["cells"])  # two seeds: robustness over generation seeds
+    assert {c["hypothesis"] for c in res["cells"]} == {"G1", "G2", "P1"}
+    gen_cells = [c for c in res["cells"] if c["hypothesis"] != "P1"]
+    assert all("seed_robustness" in c for c in gen_cells)  # two seeds: robustness over generation seeds
+    p1 = next(c for c in res["cells"] if c["hypothesis"] == "P1")
+    assert p1["statistic"] == "probe_drift" and p1["outcome"] in ("supported", "refuted", "inconclusive")
+    assert len(list((tmp_path / "out" / "probes" / "reno_ir").glob("p*_s*/it*.png"))) == 2 * 2 * 3
     assert (tmp_path / "out" / "report.html").is_file()

@@ -24,6 +24,7 @@ from scoreaudit.grammar import ast
 from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.doses import DoseSet, check_doses, expand
 from scoreaudit.compiler.claims import lower_hypothesis
+from scoreaudit.compiler.probes import probes_pass
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
 from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a, plugin_entry
 from scoreaudit.compiler.values import number, text
@@ -50,6 +51,7 @@ class State:
     validations: list[ir.ValidationIR] = field(default_factory=list)
     selections: dict[str, ir.SelectionIR] = field(default_factory=dict)
     hypotheses: list[ir.HypothesisIR] = field(default_factory=list)
+    probes: dict[str, ir.ProbeIR] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)  # declarations that failed (no cascade errors)
 
 
@@ -79,6 +81,7 @@ def _check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.Audi
             validations=tuple(st.validations),
             selections=st.selections,
             hypotheses=tuple(st.hypotheses),
+            probes=st.probes,
             report=st.report,
             source_path=path,
             source_hash=hashlib.sha256(source.encode("utf-8")).hexdigest(),
@@ -591,6 +594,7 @@ PASSES = (
     placebos_pass,
     validations_pass,
     selections_pass,
+    probes_pass,
     hypotheses_pass,
     report_pass,
 )

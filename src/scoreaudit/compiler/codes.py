@@ -354,6 +354,28 @@ CATALOGUE: tuple[Code, ...] = (
        "Fix the path (relative to the spec's folder) or the column name."),
     _r("E0853", "unknown scheduler", "`scheduler:` of a generated arm names no diffusers scheduler class.",
        "Name a class such as `DDIMScheduler` or `EulerDiscreteScheduler`, or leave it out."),
+    Code("E0854", "bad range value", "A range value `a..b` (e.g. `seeds: 0..4`) has an end that is not a whole "
+         "number, runs backwards, or holds more than 100,000 numbers.",
+         "Write whole numbers, the smaller first: `seeds: 0..4` (both ends included).",
+         'arm gen = generate("pipe", prompts: "prompts.txt", seeds: 4..0)\n'),
+    Code("E0855", "probe scorer has no gradient", "A probe optimises against its scorer's gradient, but the "
+         "scorer is classical, planted or precomputed: it has no differentiable path.",
+         "Use a model scorer (laion_aesthetic, pickscore, image_reward, hpsv2, clip_score).",
+         'scorer sharp = sharpness()\nprobe p = reno(scorer: sharp, pipeline: "turbo", prompts: "p.txt", '
+         'measures: [ita])\n'),
+    Code("E0856", "unknown probe measure", "An entry of a probe's `measures:` is not a probe measure (or is listed "
+         "twice, or its arguments are wrong).", "Use `ita`, `skin_exposure` or `clip_attribute(labels: [...])`.",
+         'probe p = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [itta])\n'),
+    Code("E0857", "probe does not record the measure", "A probe statistic names a measure the probe does not "
+         "record, or (`probe_shift`) a label that is not among the measure's labels.",
+         "Name one of the probe's measures (or `score`), and one of its labels.",
+         'probe p = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [ita])\n'
+         'hypothesis P1 "t" {\n  abs(probe_drift(p, measure: skin_exposure)) < 2 for pick\n}\n'),
+    Code("E0858", "probe claim with an arm or another scorer", "A claim on a probe statistic is read from the "
+         "probe, for the scorer the probe optimises against: it takes no `on ARM`, and `for` names only that "
+         "scorer.", "Remove `on ...`; write `for` with the probe's scorer (or leave `for` off).",
+         'probe p = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [ita])\n'
+         'hypothesis P1 "t" {\n  abs(probe_drift(p, measure: ita)) < 2 for laion\n}\n'),
     # ------------------------------------------------------------ warnings
     Code("W0250", "few bootstrap resamples", "`bootstrap` is at least 100 but below 1000: confidence limits and "
          "p-values move from run to run.", "Use `bootstrap: 2000` for the final run.",

@@ -31,7 +31,10 @@ are in [diagnostics.md](diagnostics.md).
 Comments start with `#` and run to the end of the line. Names are
 `snake_case` identifiers. Strings are double-quoted (`\"` and `\\` escape).
 Numbers are written `10`, `-15`, `0.05`; a decimal point must be followed by
-a digit, so `-20..20` is a range. Layout is free: declarations and claims
+a digit, so `-20..20` is a range. As an argument value, `a..b` is every whole
+number from a to b, both included (`seeds: 0..4` = `seeds: [0, 1, 2, 3, 4]`;
+E0854 when an end is not whole, it runs backwards, or it holds more than
+100,000 numbers). Layout is free: declarations and claims
 need no separators.
 
 ## The audit block
@@ -278,6 +281,7 @@ def _entry_md(entry: registry.PluginEntry) -> str:
 KIND_TITLES = {
     "arm": "Arm sources", "region": "Regions", "measure": "Measures", "covariate": "Covariates",
     "operator": "Operators", "scorer": "Scorers", "statistic": "Statistics", "section": "Report sections",
+    "probe": "Probes", "probe_measure": "Probe measures",
 }
 
 

@@ -45,6 +45,8 @@ def fmt_value(v) -> str:
         return escape(v.value)
     if isinstance(v, ast.Name):
         return v.name
+    if isinstance(v, ast.Range):
+        return f"{v.start.text}..{v.stop.text}"
     if isinstance(v, ast.Column):
         return f"column({v.name.name})"
     if isinstance(v, ast.Product):
@@ -143,9 +145,9 @@ def fmt_line_decl(d) -> str:
 
 
 def _fmt_line_decl(d) -> str:
-    if isinstance(d, (ast.ScorerDecl, ast.ArmDecl, ast.MeasureDecl, ast.CovariateDecl)):
+    if isinstance(d, (ast.ScorerDecl, ast.ArmDecl, ast.MeasureDecl, ast.CovariateDecl, ast.ProbeDecl)):
         kw = {ast.ScorerDecl: "scorer", ast.ArmDecl: "arm", ast.MeasureDecl: "measure",
-              ast.CovariateDecl: "covariate"}[type(d)]
+              ast.CovariateDecl: "covariate", ast.ProbeDecl: "probe"}[type(d)]
         return f"{kw} {d.name.name} = {fmt_call(d.call)}"
     if isinstance(d, ast.RegionDecl):
         return f"region {d.name.name} = {fmt_region(d.expr)}"

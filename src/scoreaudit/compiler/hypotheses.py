@@ -361,6 +361,10 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
                   "never supported: a non-significant test is absence of evidence, not evidence of homogeneity",
                   f"add an equivalence margin in the statistic's units, e.g. `{text(low.bound.call)[:-1]}, margin: 0.1)`")
     scope = low.entry.meta.get("scope", "arm") if low is not None else "arm"
+    if scope == "probe":  # a probe's statistic: its own scorer, no arm (compiler/probes.py)
+        from scoreaudit.compiler.probes import lower_probe_claim
+
+        return lower_probe_claim(h, k, claim, low, test, ok, st, multi)
 
     # scorers
     if isinstance(claim.scorers, ast.EachScorer) or not claim.scorers:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 IR_VERSION = 1
 
@@ -229,6 +229,16 @@ class HypothesisIR(Frozen):
     cells: tuple[CellIR, ...]
 
 
+class ProbeIR(Frozen):
+    """`probe NAME = reno(...)`: an optimisation probe (spec/probes.md); `call.params` keeps every argument."""
+
+    name: str
+    call: PluginCall
+    scorer: str  # the scorer it optimises against
+    measures: tuple[str, ...]  # the probe measures it records, as written
+    label: Optional[str] = None
+
+
 class ReportIR(Frozen):
     title: Optional[str] = None
     formats: tuple[Literal["html", "pdf"], ...] = ("html",)
@@ -249,9 +259,18 @@ class AuditIR(Frozen):
     report: ReportIR = ReportIR()
     source_path: Optional[str] = None
     source_hash: str = ""  # sha256 of the spec text
+    probes: dict[str, ProbeIR] = Field(default_factory=dict)
 
     def cells(self) -> list[CellIR]:
         return [c for h in self.hypotheses for c in h.cells]
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_probes(self, handler):
+        """A spec without probes serialises as before probes existed (same IR JSON, plan fingerprint, cache keys)."""
+        out = handler(self)
+        if isinstance(out, dict) and not self.probes:
+            out.pop("probes", None)
+        return out
 
 
 RegionNotIR.model_rebuild()

@@ -20,6 +20,7 @@ from scoreaudit.grammar import ast
 from scoreaudit.compiler.resolve import REF_KINDS, Decls, Sink
 from scoreaudit.compiler.values import number, product_names, text
 from scoreaudit.diagnostics import did_you_mean
+from scoreaudit import registry
 from scoreaudit.registry import ColumnValue, PluginEntry, Ref
 
 
@@ -255,6 +256,8 @@ def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: st
     """AST value → the Python value pydantic validates; resolves Ref names."""
     if isinstance(v, ast.ListValue):
         return [_convert(item, spec, arg, entry, what, decls, sink, lower_stat, bound) for item in v.items]
+    if isinstance(v, ast.Range):
+        return _range(v, spec, what, sink)
     if spec.ref == "statistic":
         if not isinstance(v, ast.Call):
             sink.emit("E0608", v, f"`{spec.spelled}` of {what} must be a statistic call, not `{text(v)}`",
@@ -270,6 +273,8 @@ def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: st
             bound.inner = lowered
         bound.inners[spec.name] = lowered
         return v.func.name
+    if spec.ref == "probe_measure":  # `measures: [ita, clip_attribute(labels: [...])]` of a probe
+        return _probe_measure(v, decls, sink)
     if isinstance(v, ast.Call) and spec.ref == "prompts":
         from scoreaudit.compiler.prompts import BadPrompts, lower_template
 
@@ -319,6 +324,55 @@ def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: st
     if spec.ref == "factor":
         bound.factors.append((name, v))
     return name
+
+
+def _probe_measure(v: Any, decls: Decls, sink: Sink) -> dict:
+    """`ita` or `clip_attribute(labels: [...])` in a probe's `measures:` → {"measure": name, "params": {...}}.
+
+    E0856 for anything that is not a probe measure (spec/probes.md); a call's arguments are bound
+    against the measure's own parameter model like any plugin call.
+    """
+    reg = registry.probe_measures
+    if isinstance(v, (ast.Name, ast.Ident, ast.String)):
+        name, node, call = (v.value if isinstance(v, ast.String) else v.name), v, None
+    elif isinstance(v, ast.Call):
+        name, node, call = v.func.name, v.func, v
+    else:
+        sink.emit("E0856", v, f"`{text(v)}` is not a probe measure",
+                  f"write a probe measure's name or call: {', '.join(reg.names())}")
+        raise _Bad
+    if name not in reg:
+        guess = did_you_mean(name, reg.names())
+        sink.emit("E0856", node, f"unknown probe measure `{name}`",
+                  f"did you mean '{guess}'?" if guess else f"probe measures: {', '.join(reg.names())}")
+        raise _Bad
+    if call is None:
+        call = ast.Call(ast.Ident(name, v.span), (), v.span)
+    bound = bind(call, reg.get(name), decls, sink, what=f"probe measure `{name}`")
+    if bound is None:
+        raise _Bad
+    return {"measure": name, "params": bound.params}
+
+
+MAX_RANGE = 100_000  # whole numbers a `a..b` value may expand to
+
+
+def _range(v: ast.Range, spec: FieldSpec, what: str, sink: Sink) -> list[int]:
+    """`0..4` → [0, 1, 2, 3, 4] (both ends included); E0854 unless it is a short run of whole numbers."""
+    if not (v.start.is_int and v.stop.is_int):
+        sink.emit("E0854", v, f"the range `{text(v)}` for `{spec.spelled}` of {what} must run between whole numbers",
+                  f"write e.g. `{spec.spelled}: 0..4`")
+        raise _Bad
+    lo, hi = number(v.start), number(v.stop)
+    if hi < lo:
+        sink.emit("E0854", v, f"the range `{text(v)}` for `{spec.spelled}` of {what} runs backwards",
+                  f"write the smaller number first: `{v.stop.text}..{v.start.text}`")
+        raise _Bad
+    if hi - lo + 1 > MAX_RANGE:
+        sink.emit("E0854", v, f"the range `{text(v)}` for `{spec.spelled}` of {what} holds {hi - lo + 1:,} numbers "
+                  f"(at most {MAX_RANGE:,})", "use a shorter range")
+        raise _Bad
+    return list(range(lo, hi + 1))
 
 
 def _type_word(spec: FieldSpec) -> str:

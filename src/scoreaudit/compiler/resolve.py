@@ -25,6 +25,7 @@ REF_KINDS: dict[str, frozenset[str]] = {
     "arm": frozenset({"arm"}),
     "scorer": frozenset({"scorer"}),
     "selection": frozenset({"selection"}),
+    "probe": frozenset({"probe"}),
 }
 
 DECL_KINDS: dict[type, str] = {
@@ -37,11 +38,12 @@ DECL_KINDS: dict[type, str] = {
     ast.PlaceboDecl: "placebo",
     ast.SelectDecl: "selection",
     ast.HypothesisDecl: "hypothesis",
+    ast.ProbeDecl: "probe",
 }
 
 ARTICLE = {"arm": "an arm", "operator": "an operator", "placebo": "a placebo", "measure": "a measure",
            "covariate": "a covariate", "region": "a region", "scorer": "a scorer",
-           "selection": "a selection", "hypothesis": "a hypothesis"}
+           "selection": "a selection", "hypothesis": "a hypothesis", "probe": "a probe"}
 
 
 def a(kind: str) -> str:
@@ -134,7 +136,7 @@ def _decl_keyword(ref_kind: str) -> str:
 
 _DECL_KEYWORD = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
                  "covariate": "covariate", "operator": "operator", "statistic": "a hypothesis",
-                 "section": "report"}
+                 "section": "report", "probe": "probe"}
 
 
 def plugin_entry(call: ast.Call, kind: str, st: Any, what: str) -> registry.PluginEntry | None:

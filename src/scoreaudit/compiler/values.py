@@ -26,7 +26,8 @@ def number(n: ast.Number) -> int | float:
 
 def text(node: Any) -> str:
     """Canonical source text of a value, call or claim expression (the formatter's, on one line)."""
-    if isinstance(node, (ast.Number, ast.String, ast.Name, ast.ListValue, ast.Column, ast.Product, ast.Call)):
+    if isinstance(node, (ast.Number, ast.String, ast.Name, ast.ListValue, ast.Column, ast.Product, ast.Call,
+                         ast.Range)):
         return fmt.fmt_value(node)
     if isinstance(node, ast.Ident):
         return node.name

@@ -67,6 +67,15 @@ class ListValue:
 
 
 @dataclass(frozen=True)
+class Range:
+    """`0..4` as a value: the whole numbers from `start` to `stop`, both included (`seeds: 0..4`)."""
+
+    start: Number
+    stop: Number
+    span: Span = _span_field()
+
+
+@dataclass(frozen=True)
 class Column:
     """`column(prompt)`: a per-image value from the manifest."""
 
@@ -119,7 +128,7 @@ class BinaryRegion:
     span: Span = _span_field()
 
 
-Value = Union[Number, String, Name, ListValue, Column, Product, Call]
+Value = Union[Number, String, Name, ListValue, Column, Product, Call, Range]
 RegionExpr = Union[Call, Name, Not, BinaryRegion]
 
 
@@ -152,6 +161,16 @@ class ScorerDecl:
 
 @dataclass(frozen=True)
 class ArmDecl:
+    name: Ident
+    call: Call
+    span: Span = _span_field()
+    label: "String | None" = None
+
+
+@dataclass(frozen=True)
+class ProbeDecl:
+    """`probe reno_ir = reno(scorer: ir, pipeline: "...", ...)`: an optimisation probe."""
+
     name: Ident
     call: Call
     span: Span = _span_field()
@@ -368,6 +387,7 @@ Decl = Union[
     SelectDecl,
     HypothesisDecl,
     ReportDecl,
+    ProbeDecl,
 ]
 
 

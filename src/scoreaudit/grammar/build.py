@@ -215,6 +215,9 @@ class Builder:
     def arm(self, c):
         return self._depth_checked(ast.ArmDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4)), c[3])
 
+    def probe(self, c):
+        return self._depth_checked(ast.ProbeDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4)), c[3])
+
     def label(self, c):
         """`label: "..."` after a declaration's call or doses: the report's name for it."""
         return _string(c[2])
@@ -346,6 +349,9 @@ class Builder:
 
     def string(self, c):
         return _string(c[0])
+
+    def value_range(self, c):
+        return ast.Range(_number(c[0]), _number(c[2]), _span(c[0], c[-1]))
 
     def product(self, c):
         return self._level(ast.Product(c[0], c[2], _span(c[0], c[-1])))

@@ -24,7 +24,7 @@ GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
 
 #: Keywords that open a declaration (their next word is the declared name).
 DECLARATION_KEYWORDS = ("scorer", "arm", "region", "measure", "covariate", "operator", "placebo",
-                        "select", "hypothesis", "probe")  # `probe`: optimisation probes (planned)
+                        "select", "hypothesis", "probe")
 #: Keywords that open a settings block or a statement that declares no name.
 BLOCK_KEYWORDS = ("audit", "report", "validate")
 

@@ -48,7 +48,7 @@ GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
 #: Declaration keywords: a line starting with one of these is a restart point.
 DECL_KEYWORDS = (
     "audit", "scorer", "arm", "region", "measure", "covariate", "operator",
-    "placebo", "validate", "select", "hypothesis", "report",
+    "placebo", "validate", "select", "hypothesis", "report", "probe",
 )
 MAX_ERRORS = 20  # syntax errors reported per file before giving up
 
@@ -351,6 +351,8 @@ def _expected_words(terms) -> str:
         words.append("a declaration (`audit`, `scorer`, `arm`, `region`, ...)")
     if len(terms) > 1:
         terms.discard("STAR")  # `a * b` is rare; listing `*` after every value only distracts
+    if terms & {"RPAR", "RSQB", "RBRACE"}:
+        terms.discard("DOTS")  # likewise a value range `0..4` after every number (doses keep their `..`)
     order = ["NAME", "NUMBER", "STRING", "CMP"]
     for t in order:
         if t in terms:

@@ -40,6 +40,7 @@ KEYWORD_DOCS = {
     "validate": "checks a measure against an operator: `validate MEASURE under OPERATOR: r2 >= 0.5, ...`",
     "select": "declares a best-of-n selection: `select NAME = best_of N [under OPERATOR] by MEASURE`",
     "hypothesis": 'declares a pre-registered hypothesis: `hypothesis NAME "title" { claims }`',
+    "probe": "declares an optimisation probe: `probe NAME = reno(scorer: ..., pipeline: ..., prompts: ..., measures: [...])`",
     "doses": "the doses the operator is applied at: a list (`-10, 0, 10`) or a range (`-20..20 step 10`)",
     "step": "the step of a dose range: `-20..20 step 10`",
     "of": "`placebo NAME = ... of OPERATOR`: the operator whose doses the placebo shares",
@@ -59,7 +60,7 @@ KEYWORD_DOCS = {
 #: The statement keyword → the registry its calls name (as `index.CALL_KIND`, by keyword).
 STATEMENT_CALL_KIND = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
                        "covariate": "covariate", "operator": "operator", "placebo": "operator",
-                       "hypothesis": "statistic"}
+                       "hypothesis": "statistic", "probe": "probe"}
 DECLARATION_SNIPPETS = {
     "audit": 'audit "${1:title}" {\n  version: 1\n  seed: ${2:1}\n}',
     "scorer": "scorer ${1:name} = ${2:plugin}()",
@@ -72,6 +73,7 @@ DECLARATION_SNIPPETS = {
     "validate": "validate ${1:measure} under ${2:operator}: r2 >= ${3:0.5}",
     "select": "select ${1:name} = best_of ${2:4} under ${3:operator} by ${4:measure}",
     "hypothesis": 'hypothesis ${1:H1} "${2:claim}" {\n  $0\n}',
+    "probe": 'probe ${1:name} = reno(scorer: ${2:scorer}, pipeline: "${3:stabilityai/sd-turbo}", prompts: "${4:prompts.txt}", measures: [${5:ita}])',
     "report": "report {\n  formats: html, pdf\n}",
 }
 

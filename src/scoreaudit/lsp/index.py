@@ -34,12 +34,13 @@ CALL_KIND: dict[type, str] = {
     ast.OperatorDecl: "operator",
     ast.PlaceboDecl: "operator",
     ast.HypothesisDecl: "statistic",
+    ast.ProbeDecl: "probe",
 }
 
 #: Declaration keyword → declaration kind (as `compiler.resolve` names kinds).
 KEYWORD_KIND = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
                 "covariate": "covariate", "operator": "operator", "placebo": "placebo",
-                "select": "selection", "hypothesis": "hypothesis"}
+                "select": "selection", "hypothesis": "hypothesis", "probe": "probe"}
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DECL_RE = re.compile(r"^[ \t]*(" + "|".join(KEYWORD_KIND) + r")(?![A-Za-z0-9_])(?![ \t]*:)[ \t]+"

@@ -35,7 +35,7 @@ SYMBOL_KIND = {"audit": t.SymbolKind.Namespace, "report": t.SymbolKind.File, "sc
                "covariate": t.SymbolKind.Field, "operator": t.SymbolKind.Function,
                "placebo": t.SymbolKind.Function, "selection": t.SymbolKind.Method,
                "validate": t.SymbolKind.Property, "hypothesis": t.SymbolKind.Event,
-               "claim": t.SymbolKind.Boolean}
+               "claim": t.SymbolKind.Boolean, "probe": t.SymbolKind.Event}
 DEFAULT_DEBOUNCE_MS = 150
 
 

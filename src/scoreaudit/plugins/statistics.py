@@ -93,6 +93,7 @@ MeasureRef = Annotated[str, Ref("measure")]
 CovariateRef = Annotated[str, Ref("covariate")]
 ArmRef = Annotated[str, Ref("arm")]
 SelectionRef = Annotated[str, Ref("selection")]
+ProbeRef = Annotated[str, Ref("probe")]
 FactorRef = Annotated[str, Ref("factor")]
 StratumRef = Annotated[str, Ref("stratum")]
 Column = Annotated[str, Ref("column")]
@@ -418,3 +419,42 @@ def recall_best():
            truth_note="its chance level, k / cluster size, depends on the data")
 def filter_worst():
     """Share of prompts (clusters) whose human-worst image is in the scorer's bottom k."""
+
+
+class ProbeDriftParams(Params):
+    probe: ProbeRef
+    measure: str  # a probe measure the probe records, or `score`
+    test: Test = None
+
+
+@statistic("probe_drift", params=ProbeDriftParams, positional=("probe",), scope="probe", score_measure=True,
+           unit="measure units", null=0.0, sign="signed", reads=(), words="probe drift",
+           estimator="scoreaudit.stats.probes:probe_drift", truth="scoreaudit.stats.probes:probe_drift_truth")
+def probe_drift():
+    """Drift of a measure under an optimisation probe: last minus first iteration, mean over prompts.
+
+    Per trajectory (prompt × seed): m(last iteration) − m(iteration 0); the
+    trajectories of one prompt are a cluster. Estimate: the mean of cluster
+    means; CI from the cluster bootstrap; p from the audit's test over cluster
+    means. `measure: score` gives the scorer's own score change (how far the
+    optimisation moved it). In the measure's units (ITA degrees, shares).
+    """
+
+
+class ProbeShiftParams(Params):
+    probe: ProbeRef
+    measure: str = "clip_attribute"  # a probe measure with labels
+    label: str
+    test: Test = None
+
+
+@statistic("probe_shift", params=ProbeShiftParams, positional=("probe",), scope="probe", needs_label=True,
+           unit="share", null=0.0, sign="signed", reads=(), words="probe label shift",
+           estimator="scoreaudit.stats.probes:probe_shift", truth="scoreaudit.stats.probes:probe_shift_truth")
+def probe_shift():
+    """Change in the share of images given one label (e.g. `clip_attribute`) from the first to the last iteration.
+
+    Per trajectory: [last image has the label] − [first image has it] (−1, 0
+    or 1); clusters are prompts; estimate, CI and p as for `probe_drift`.
+    Positive: the optimisation moves images towards the label.
+    """

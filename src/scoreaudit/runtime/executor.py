@@ -499,6 +499,11 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
     return {"images": images, "steps": steps}
 
 
+def probed_scorers(ir: AuditIR) -> list[str]:
+    """The scorers some optimisation probe differentiates (they run even when no arm needs them)."""
+    return [p.scorer for p in ir.probes.values()]
+
+
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
             cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False,
             executor: str = "local", ray_address: str | None = None) -> RunSummary:
@@ -520,6 +525,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     cache_path = Path(cache_path) if cache_path is not None else default_cache_path(spec_path)
     root = None if allow_outside else spec_dir
     generated: dict = {}
+    probed: dict = {}
+    probe_rows: list = []
     spec_ir = ir  # the bundle keeps the spec's IR (generated arms as written), not the run's stand-in arms
     if any(is_generated(a) for a in ir.arms.values()):  # generated arms become images arms of their files
         gen_dev = resolve_device(device, True)
@@ -532,7 +539,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     pre = load_precomputed(ir, spec_dir, manifests, root)
     stat_inputs = read_stat_inputs(ir, spec_dir, root)
     given = provided(pre)
-    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
+    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"])
+                                                        | set(probed_scorers(ir)))))
     check_output_dir(out_dir)
     _write_inputs(spec_ir, plan, spec_path, out_dir)
     for rel, data in stat_inputs.items():
@@ -578,7 +586,13 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             walk(plan, {"arm": run_arm,
                         "generate": None,  # generated arms were materialised before the manifests were read
                         "select": None, "statistic": None, "report": None})  # the statistics engine's and the report's
-        ran = _runs_somewhere(ir, given["scores"])
+            if ir.probes:  # optimisation probes (runtime/probe.py): after the arms, with the same scorers
+                from scoreaudit.runtime.probe import run_probes
+
+                probe_rows, probed = run_probes(ir, slots=slots, spec_dir=spec_dir, out_dir=out_dir,
+                                                cache_path=cache_path, device=resolve_device(device, True),
+                                                note=log.note, progress=prog)
+        ran = _runs_somewhere(ir, given["scores"]) | set(probed_scorers(ir))
         weights = {n: s.weights_sha256() for n, s in slots.items() if n in ran}
     finally:
         try:
@@ -588,6 +602,11 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
             log.flush()
             backend.close()
     paths = write_tables(tables, out_dir / "tables")
+    if ir.probes:
+        from scoreaudit.bundletables import PROBE_SCHEMA, rows_table, write_parquet
+
+        write_parquet(rows_table(probe_rows, schema=PROBE_SCHEMA), out_dir / "tables" / "probe.parquet")
+        paths["probe"] = out_dir / "tables" / "probe.parquet"
     first = min(filter(None, [first_score_time(cache_path, ctx.score_keys), *ctx.replayed_first]), default=None)
     finished = utc_now()
     images: dict[str, int] = {}
@@ -626,7 +645,7 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
                                 "weights_sha256": weights.get(s.name)} for s in ir.scorers.values()},
            "counts": counts, "warnings": warnings,
            "precomputed": provenance(pre, manifest_provenance(ir, spec_dir)),
-           **({"generated": generated} if generated else {})}
+           **({"generated": generated} if generated else {}), **({"probes": probed} if probed else {})}
     write_atomic(out_dir / "run.json", json.dumps(run, indent=2, sort_keys=True) + "\n")
     return RunSummary(out_dir=out_dir, cache_path=cache_path, device=dev, tables=paths, first_score_at=first,
                       counts=counts, started_at=started, finished_at=finished)

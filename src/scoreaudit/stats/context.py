@@ -60,7 +60,7 @@ from scoreaudit.compiler.ir import ORIGINAL, AuditIR, StatCallIR
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, weighted_ratio
 from scoreaudit.stats.estimate import Estimate, estimator_for
 
-TABLES = ("images", "scores", "measures", "regions", "exclusions")
+TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe")  # probe: stats/probes.py
 
 
 class StatError(Exception):

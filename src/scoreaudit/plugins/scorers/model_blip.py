@@ -327,3 +327,14 @@ class ImageRewardImpl:
             return self.model(x, *self.trim(ids[sel], mask[sel]))
 
         return run_batched(images, self.batch_size, fn)
+
+    def score_tensor(self, x: torch.Tensor, prompts) -> torch.Tensor:
+        """Differentiable ImageReward of float N×3×H×W images in [0, 1] (the probes' path)."""
+        from scoreaudit.plugins.scorers.model_torch import frozen, plain  # noqa: PLC0415
+
+        frozen(self.model)
+        uniq, idx = unique_prompts(prompts, len(x), "image_reward")
+        ids, mask = self._tokens(uniq)
+        sel = torch.tensor(idx, device=self.device)
+        ids, mask = self.trim(plain(ids)[sel], plain(mask)[sel])
+        return self.model(self.pre.tensor(x.to(self.device), self.dtype), ids, mask).reshape(-1)

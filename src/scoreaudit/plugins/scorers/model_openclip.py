@@ -21,6 +21,8 @@ from scoreaudit.plugins.base import ScorerUnavailable
 from scoreaudit.plugins.scorers.model_torch import (
     Preprocess,
     PromptCache,
+    frozen,
+    plain,
     resolve_device,
     resolve_precision,
     run_batched,
@@ -114,6 +116,11 @@ class OpenClipPair:
     def _encode_text(self, prompts: list[str]) -> torch.Tensor:
         return self.model.encode_text(self.tokenizer(prompts).to(self.device)).float()
 
+    def image_features_tensor(self, x: torch.Tensor) -> torch.Tensor:
+        """Differentiable image embeddings of float N×3×H×W images in [0, 1] (the probes' path)."""
+        frozen(self.model)
+        return self.model.encode_image(self.pre.tensor(x.to(self.device), self.dtype)).float()
+
     @torch.inference_mode()
     def text_features(self, prompts: Sequence[str]) -> torch.Tensor:
         """One embedding per prompt; each distinct prompt is encoded once per scorer, across batches."""
@@ -184,6 +191,10 @@ class LaionImpl:
 
         return run_batched(images, self.batch_size, fn)
 
+    def score_tensor(self, x: torch.Tensor, prompts) -> torch.Tensor:
+        frozen(self.head)
+        return self.head(_normalise(self.clip.image_features_tensor(x))).reshape(-1)
+
 
 # ---------------------------------------------------------------- HPSv2
 
@@ -214,6 +225,12 @@ class HpsImpl:
             return (img * text[idx_t[sl]]).sum(-1)
 
         return run_batched(images, self.batch_size, fn)
+
+    def score_tensor(self, x: torch.Tensor, prompts) -> torch.Tensor:
+        uniq, idx = unique_prompts(prompts, len(x), "hpsv2")
+        text = plain(_normalise(self.clip.text_features(uniq)))
+        img = _normalise(self.clip.image_features_tensor(x))
+        return (img * text[torch.tensor(idx, device=text.device)]).sum(-1)
 
 
 # ---------------------------------------------------------------- CLIP score
@@ -249,6 +266,12 @@ class ClipScoreImpl:
             return 100.0 * (img * text[idx_t[sl]]).sum(-1).clamp(min=0)
 
         return run_batched(images, self.batch_size, fn)
+
+    def score_tensor(self, x: torch.Tensor, prompts) -> torch.Tensor:
+        uniq, idx = unique_prompts(prompts, len(x), "clip_score")
+        text = plain(_normalise(self.clip.text_features(uniq)))
+        img = _normalise(self.clip.image_features_tensor(x))
+        return 100.0 * (img * text[torch.tensor(idx, device=text.device)]).sum(-1).clamp(min=0)
 
 
 __all__ = ["LaionImpl", "HpsImpl", "ClipScoreImpl", "resolve_device", "resolve_precision"]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from scoreaudit.plugins.base import ScorerUnavailable
-from scoreaudit.plugins.scorers.model_torch import Preprocess, PromptCache, run_batched, unique_prompts
+from scoreaudit.plugins.scorers.model_torch import Preprocess, PromptCache, frozen, plain, run_batched, unique_prompts
 from scoreaudit.plugins.scorers.model_weights import WeightsError
 
 
@@ -92,3 +92,14 @@ class PickScoreImpl:
             return scale * (img * text[idx_t[sl]]).sum(-1)
 
         return run_batched(images, self.batch_size, fn)
+
+    def score_tensor(self, x: torch.Tensor, prompts) -> torch.Tensor:
+        """Differentiable PickScore of float N×3×H×W images in [0, 1] (the probes' path)."""
+        frozen(self.model)
+        uniq, idx = unique_prompts(prompts, len(x), "pickscore")
+        with torch.no_grad():
+            text = plain(self._text_features(uniq))
+        out = self.model.vision_model(pixel_values=self.pre.tensor(x.to(self.device), self.dtype))
+        img = self.model.visual_projection(out.pooler_output).float()
+        img = img / img.norm(dim=-1, keepdim=True)
+        return self.model.logit_scale.float().exp() * (img * text[torch.tensor(idx, device=text.device)]).sum(-1)

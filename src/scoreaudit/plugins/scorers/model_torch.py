@@ -145,6 +145,43 @@ class Preprocess:
         a, b = self._affine(x.device)
         return torch.addcmul(b, x.float(), a)
 
+    def tensor(self, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Float N×3×H×W images in [0, 1] → the model's input, differentiably (the optimisation probes' path).
+
+        The same resize, crop or pad and normalisation as `group`, on float
+        tensors throughout: the official pipelines' rounding to 8 bits after
+        resizing (≤ 1 level) is left out, since it has no gradient.
+        """
+        h, w = x.shape[-2:]
+        if self.mode == "longest_pad":
+            scale = self.size / float(max(h, w))
+            nh, nw = (round(h * scale), round(w * scale)) if scale != 1.0 else (h, w)
+            x = self._resize(x, nh, nw)
+            ph, pw = self.size - nh, self.size - nw
+            if ph or pw:
+                x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
+        else:
+            if self.mode == "squash":
+                nh = nw = self.size
+            elif h <= w:
+                nh, nw = self.size, int(self.size * w / h)
+            else:
+                nh, nw = int(self.size * h / w), self.size
+            x = self._resize(x, nh, nw)
+            c = self.crop
+            if nh < c or nw < c:
+                ph, pw = max(c - nh, 0), max(c - nw, 0)
+                x = F.pad(x, (pw // 2, (pw + 1) // 2, ph // 2, (ph + 1) // 2), value=0.0)
+                nh, nw = x.shape[-2:]
+            if self.crop_rule == "torchvision":
+                top, left = int(round((nh - c) / 2.0)), int(round((nw - c) / 2.0))
+            else:
+                top, left = (nh - c) // 2, (nw - c) // 2
+            x = x[..., top : top + c, left : left + c]
+        mean = torch.tensor(self.mean, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+        return ((x - mean) / std).to(dtype)
+
     def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
         """Images of one shape are resized together (an audit's variants share their base image's size).
 
@@ -222,3 +259,15 @@ def run_batched(
     for sl in chunks(len(images), batch_size):
         out[sl] = fn(sl).detach().float().cpu().numpy().reshape(-1)
     return out
+
+
+def frozen(*modules) -> None:
+    """No gradients for a scorer's weights: the probes differentiate the score only with respect to the image."""
+    for m in modules:
+        for p in m.parameters():
+            p.requires_grad_(False)
+
+
+def plain(t: torch.Tensor) -> torch.Tensor:
+    """A cached tensor made in inference mode, as an ordinary one (autograd may save it for backward)."""
+    return t.clone() if t.is_inference() else t

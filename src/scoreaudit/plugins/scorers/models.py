@@ -118,6 +118,16 @@ class _ModelScorer:
             prompts = [self.params.prompt] * len(images)  # a fixed prompt the runtime did not expand
         return self.impl.score(list(images), None if prompts is None else list(prompts))
 
+    def score_tensor(self, x, prompts: Sequence[str] | None):
+        """Differentiable scores of float N×3×H×W images in [0, 1] (a torch tensor; the optimisation probes' path).
+
+        The same model and preprocessing as `score`, on float tensors (no 8-bit
+        rounding after the resize); gradients flow to `x`, never to the weights.
+        """
+        if prompts is None and isinstance(getattr(self.params, "prompt", None), str):
+            prompts = [self.params.prompt] * len(x)
+        return self.impl.score_tensor(x, None if prompts is None else list(prompts))
+
 
 def _pair(label: str, **kw) -> Located:
     """Locate each named file; every problem is reported (a user fixes them all at once)."""
@@ -143,7 +153,7 @@ class LaionParams(WeightsParams):
     pass
 
 
-@scorers.register("laion_aesthetic", params=LaionParams, version="1", needs_prompt=False,
+@scorers.register("laion_aesthetic", differentiable=True, params=LaionParams, version="1", needs_prompt=False,
                   requires=("torch", "open_clip"),
                   official="improved-aesthetic-predictor: open_clip ViT-L-14-quickgelu/openai (open_clip's own "
                            "loader and transform) + the reference MLP on the L2-normalised embedding",
@@ -201,7 +211,7 @@ PICK_PROCESSOR_FILES = ("preprocessor_config.json", "tokenizer_config.json", "vo
                         "special_tokens_map.json", "config.json")
 
 
-@scorers.register("pickscore", params=PromptParams, version="1", needs_prompt=True,
+@scorers.register("pickscore", differentiable=True, params=PromptParams, version="1", needs_prompt=True,
                   requires=("torch", "transformers"),
                   official="the PickScore_v1 model card's code: transformers AutoModel + AutoProcessor "
                            "(laion/CLIP-ViT-H-14-laion2B-s32B-b79K), logit_scale.exp() · cosine",
@@ -271,7 +281,7 @@ IR_REPO = "THUDM/ImageReward"
 BERT_REPOS = ("bert-base-uncased", "google-bert/bert-base-uncased")
 
 
-@scorers.register("image_reward", params=PromptParams, version="1", needs_prompt=True,
+@scorers.register("image_reward", differentiable=True, params=PromptParams, version="1", needs_prompt=True,
                   requires=("torch", "transformers"),
                   official="the image-reward 1.5 package itself (ImageReward.load + score), run in its own venv "
                            "with transformers 4.55.4 (tests/models)",
@@ -338,7 +348,7 @@ class HpsParams(PromptParams):
     version: Literal["2.0", "2.1"] = "2.1"
 
 
-@scorers.register("hpsv2", params=HpsParams, version="1", needs_prompt=True,
+@scorers.register("hpsv2", differentiable=True, params=HpsParams, version="1", needs_prompt=True,
                   requires=("torch", "open_clip"),
                   official="the hpsv2 1.2.0 package itself (hpsv2.score with hps_version), run in its own venv",
                   tolerance="1e-4 relative (fp32), resized images included (HPSv2 resizes tensors as we do)",
@@ -405,7 +415,7 @@ def _open_clip_dir_weights(folder: Path) -> Path | None:
     return None
 
 
-@scorers.register("clip_score", params=ClipScoreParams, version="1", needs_prompt=True,
+@scorers.register("clip_score", differentiable=True, params=ClipScoreParams, version="1", needs_prompt=True,
                   requires=("torch", "open_clip"),
                   official="open_clip's create_model_and_transforms (pretrained tag or local-dir) + "
                            "100 · max(cosine, 0)",

@@ -1,0 +1,67 @@
+"""Zero-shot CLIP over a probe's labels (`clip_attribute(labels: [...])`), with transformers' CLIPModel.
+
+The model folder holds a `CLIPModel` (config and weights), its tokenizer and
+`preprocessor_config.json`: a folder under the spec's folder, or a Hugging
+Face id already in the local cache (never downloaded). Images are
+preprocessed like the CLIP image processor (the scorers' `Preprocess`).
+Imported only when a probe records `clip_attribute`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from scoreaudit.plugins.base import ScorerUnavailable
+
+
+def locate_clip(model: str, base_dir: Path | None) -> Path:
+    """A local folder (relative to the spec's folder) or a cached Hugging Face snapshot of `model`."""
+    if base_dir is not None and (Path(base_dir) / model).is_dir():
+        return Path(base_dir) / model
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception as exc:  # not cached, bad id, no huggingface_hub
+        raise ScorerUnavailable(
+            f"clip_attribute: the CLIP model '{model}' is neither a folder under the spec's folder nor in the "
+            f"Hugging Face cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it with "
+            f"`huggingface-cli download {model}`") from None
+
+
+class ZeroShotClip:
+    """Label probabilities for one image: softmax over logit_scale · cos(image, "a photo of a LABEL")."""
+
+    def __init__(self, model: str, base_dir: Path | None, device: str, texts: list[str]) -> None:
+        import torch
+        from transformers import AutoTokenizer, CLIPModel
+
+        from scoreaudit.plugins.scorers.model_pickscore import hf_clip_preprocess
+
+        folder = locate_clip(model, base_dir)
+        try:
+            self.model = CLIPModel.from_pretrained(str(folder), local_files_only=True).to(device).eval()
+            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - unreadable or incomplete folder
+            raise ScorerUnavailable(f"clip_attribute: cannot load the CLIP model in {folder} "
+                                    f"({type(exc).__name__}: {exc})") from None
+        self.pre = hf_clip_preprocess(folder)
+        self.device = device
+        with torch.inference_mode():
+            t = tok(texts, padding=True, truncation=True, max_length=77, return_tensors="pt").to(device)
+            out = self.model.text_model(input_ids=t["input_ids"], attention_mask=t["attention_mask"])
+            feats = self.model.text_projection(out.pooler_output).float()
+            self.text = feats / feats.norm(dim=-1, keepdim=True)
+            self.scale = float(self.model.logit_scale.float().exp())
+
+    def probabilities(self, image: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            x = self.pre.batch([image], self.device, torch.float32)
+            out = self.model.vision_model(pixel_values=x)
+            img = self.model.visual_projection(out.pooler_output).float()
+            img = img / img.norm(dim=-1, keepdim=True)
+            return torch.softmax(self.scale * img @ self.text.T, dim=-1)[0].cpu().numpy().astype(float)

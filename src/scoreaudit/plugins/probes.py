@@ -1,0 +1,196 @@
+"""Optimisation probes (`probe NAME = reno(...)`) and the measures they record (spec/probes.md).
+
+A probe optimises a one-step diffusion pipeline's initial noise against a
+scorer's gradient (ReNO) and records, at every iteration, the image, its
+score and the probe measures below. The runtime is `scoreaudit.runtime.probe`;
+this module holds only the registry entries and the measures' numpy code, so
+`scoreaudit check` reads it without torch. Heavy imports (OpenCV, transformers)
+happen inside the measures' constructors and methods.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, Optional, Sequence
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from scoreaudit.plugins.arms import TemplateValue
+from scoreaudit.registry import Params, Ref, probe_measures, probes
+
+
+class ProbeMeasureValue(Params):
+    """One entry of `measures: [...]`, lowered: `ita` or `clip_attribute(labels: [...])`."""
+
+    measure: str
+    params: dict[str, Any] = {}
+
+
+class RenoParams(Params):
+    scorer: Annotated[str, Ref("scorer")]
+    # A local folder (relative to the spec's folder) or a Hugging Face id already in the local cache.
+    pipeline: str
+    prompts: Annotated[str | TemplateValue, Ref("prompts")]
+    measures: Annotated[list[ProbeMeasureValue], Ref("probe_measure")] = Field(min_length=1)
+    iterations: int = Field(50, ge=1, le=10_000)
+    lr: float = Field(5.0, gt=0)
+    direction: Literal["maximize", "minimize"] = "maximize"
+    seeds: int | list[int] = 1  # n: seeds 0..n-1; a list (or `0..3`): those seeds
+    regulariser: float = Field(0.01, ge=0)  # weight of the noise-norm regulariser (0: none)
+    grad_clip: float = Field(0.1, gt=0)  # largest gradient norm per step
+    size: int | list[int] = 512  # one number (square) or [height, width]
+    guidance: float = 0.0  # classifier-free guidance of the one step (turbo models: 0)
+    negative_prompt: Optional[str] = None
+    revision: Optional[str] = None
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    keep: Literal["all", "ends"] = "all"  # PNGs written per trajectory: every iteration, or first and last
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v):
+        if isinstance(v, int) and v < 1:
+            raise ValueError("a count of seeds must be at least 1")
+        return v
+
+
+@probes.register("reno", params=RenoParams, version="1", requires=("torch", "diffusers"),
+                 positional=("scorer",))
+class Reno:
+    """ReNO: gradient ascent (or descent) on the initial noise of a one-step diffusion pipeline.
+
+    For every prompt and seed, the initial noise z (drawn on the CPU from the
+    seed) is updated `iterations` times by gradient steps on
+    λ·score(G(z)) − regulariser·NLL(‖z‖²) with λ = +1 for `direction:
+    maximize` and −1 for `minimize`, where G is one denoising step of the
+    pipeline (SD-Turbo, SDXL-Turbo, any SD 1.x/2.x/SDXL pipeline run at one
+    step), NLL is the negative log-density of the squared noise norm under its
+    χ² distribution (it keeps z a plausible Gaussian sample), each step's
+    gradient is clipped to norm `grad_clip`, and the step size is `lr`. Every
+    iteration's image (0 = the unoptimised image) gets its score and the
+    probe's `measures`; `probe_drift` and `probe_shift` compare the last
+    iteration with the first, one cluster per prompt. The scorer must expose a
+    differentiable path (the model scorers do; classical, planted and
+    precomputed scorers are a compile error, E0855). The pipeline is loaded
+    like a generated arm's (local folder or Hugging Face cache, never
+    downloaded); every trajectory is cached by content, so a killed run resumes.
+    """
+
+
+# ---------------------------------------------------------------- probe measures
+
+
+def _person_region(image: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The person region of a generated portrait, and whether a face anchored it.
+
+    With a detected face (OpenCV Haar cascade, the `face` region's detector):
+    the box from the face's top edge to the image's bottom, three face widths
+    wide, centred on the face (head, neck, shoulders, torso). Without a face:
+    the whole image.
+    """
+    from scoreaudit.plugins.regions import Face, FaceParams
+
+    h, w = image.shape[:2]
+    box = Face(FaceParams()).detect(image)
+    mask = np.zeros((h, w), bool)
+    if box is None:
+        mask[:] = True
+        return mask, False
+    x, y, bw, _ = box
+    cx = x + bw / 2
+    left, right = max(0, int(round(cx - 1.5 * bw))), min(w, int(round(cx + 1.5 * bw)))
+    mask[max(0, y):, left:right] = True
+    return mask, True
+
+
+def _skin(image: np.ndarray) -> np.ndarray:
+    from scoreaudit.plugins.regions import Skin
+
+    return Skin.rule(np.ascontiguousarray(image[:, :, :3]))
+
+
+@probe_measures.register("ita", version="1", unit="degrees")
+class ProbeIta:
+    """ITA° (median over pixels) of the skin inside the person region of a generated image.
+
+    Skin is the `skin` region's colour rule; the person region is the box
+    below and around the largest detected face (the whole image when no face
+    is found). NaN when no pixel is skin. Higher is lighter skin.
+    """
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params
+
+    def compute(self, image: np.ndarray) -> dict[str, float]:
+        from scoreaudit.plugins.colour import srgb8_to_lab
+
+        person, _ = _person_region(image)
+        pixels = image[:, :, :3][person & _skin(image)]
+        if not len(pixels):
+            return {"": math.nan}
+        lab = srgb8_to_lab(pixels)
+        return {"": float(np.median(np.degrees(np.arctan2(lab[:, 0] - 50.0, lab[:, 2]))))}
+
+
+@probe_measures.register("skin_exposure", version="1", unit="share")
+class SkinExposure:
+    """Share of the person region's pixels that are skin (the `skin` region's colour rule).
+
+    The person region is the box below and around the largest detected face
+    (the whole image when no face is found), so the share rises when a
+    generated person shows more skin.
+    """
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params
+
+    def compute(self, image: np.ndarray) -> dict[str, float]:
+        person, _ = _person_region(image)
+        n = int(person.sum())
+        return {"": float((person & _skin(image)).sum() / n) if n else math.nan}
+
+
+class ClipAttributeParams(Params):
+    labels: list[str] = Field(min_length=2)
+    # a transformers CLIPModel: a folder under the spec's folder or a Hugging Face id in the local cache
+    model: str = "openai/clip-vit-large-patch14"
+    template: str = "a photo of a {}"  # each label is put into this text
+
+    @field_validator("labels")
+    @classmethod
+    def _distinct(cls, v: Sequence[str]):
+        if len(set(v)) != len(v):
+            raise ValueError("the labels must be distinct")
+        return v
+
+
+@probe_measures.register("clip_attribute", params=ClipAttributeParams, version="1", unit="share",
+                         requires=("torch", "transformers"))
+class ClipAttribute:
+    """Zero-shot CLIP classification over the user's labels: per image, which label fits best.
+
+    Each label is written into `template` ("a photo of a {}"), and the image
+    goes to the label with the highest CLIP similarity (a transformers
+    `CLIPModel` from a local folder or the Hugging Face cache, never
+    downloaded). Recorded per label: 1 for the winning label, 0 otherwise, so
+    averages are the share of images per label (`probe_shift(..., label:)`).
+    """
+
+    def __init__(self, params: ClipAttributeParams, base_dir=None, device: str = "cpu") -> None:
+        self.params = params
+        self.base_dir = base_dir
+        self.device = device
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            from scoreaudit.plugins.probe_clip import ZeroShotClip
+
+            self._model = ZeroShotClip(self.params.model, self.base_dir, self.device,
+                                       [self.params.template.format(x) for x in self.params.labels])
+        return self._model
+
+    def compute(self, image: np.ndarray) -> dict[str, float]:
+        probs = self._load().probabilities(image)
+        best = int(np.argmax(probs))
+        return {label: float(k == best) for k, label in enumerate(self.params.labels)}

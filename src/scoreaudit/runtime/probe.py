@@ -1,0 +1,332 @@
+"""Run optimisation probes (`probe NAME = reno(...)`, spec/probes.md): ReNO on a one-step pipeline.
+
+For each prompt and seed (a trajectory), the initial noise z is drawn on the
+CPU from the seed and updated `iterations` times by clipped gradient steps on
+λ·score(G(z)) − w·NLL(‖z‖²), where G is one denoising step of the pipeline
+followed by the VAE decoder (`OneStep`), λ = ±1 (`direction`) and NLL the
+χ²_d negative log-density of the squared noise norm. Every iteration's image
+is kept as PNG with its score.
+
+A trajectory is a content-addressed folder in the probe store next to the
+cache (`CACHE.probes/KEY/`: `it000.png` …, `trace.json`), keyed by the
+pipeline's identity, prompt, seed, size, dtype, the optimisation settings and
+the scorer's plugin, version, parameters and weight files; it is committed by
+renaming a finished temporary folder, so a killed run resumes and redoes only
+unfinished trajectories. Measures are computed from the stored PNGs at every
+run (cheap next to the optimisation), so changing them never re-optimises.
+Output: `OUT/probes/NAME/` (PNGs of each trajectory, `trace.csv`) and the rows
+of the bundle's `tables/probe.parquet` (stats/probes.py reads them).
+torch and diffusers are imported only when a trajectory has to be computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from scoreaudit.compiler.ir import AuditIR, ProbeIR
+from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+from scoreaudit.runtime.generation import Generator, _dtype_name, _error, locate_pipeline, sizes
+
+PROBE_KEY_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    id: str  # p0003_s1
+    prompt: str
+    seed: int
+    cluster: str  # one cluster per prompt
+    key: str
+
+
+def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scorer_key: dict) -> list[Trajectory]:
+    p = probe.call.params
+    try:
+        rows = expand_prompts(p["prompts"], spec_dir)
+    except PromptsError as exc:
+        raise _error(probe.name, str(exc), "prompts files are relative to the spec's folder") from None
+    if not rows:
+        raise _error(probe.name, "no prompts", "add prompts to the file or levels to the template")
+    h, w = sizes(p)
+    settings = {k: p.get(k) for k in ("iterations", "lr", "direction", "regulariser", "grad_clip", "guidance",
+                                      "negative_prompt")}
+    out = []
+    for i, row in enumerate(rows):
+        for seed in seed_list(p.get("seeds", 1)):
+            payload = json.dumps({"v": PROBE_KEY_VERSION, "pipeline": identity, "prompt": row["prompt"],
+                                  "seed": seed, "size": [h, w], "dtype": dtype, "settings": settings,
+                                  "scorer": scorer_key}, sort_keys=True)
+            out.append(Trajectory(f"p{i:04d}_s{seed}", row["prompt"], seed, f"p{i:04d}",
+                                  hashlib.sha256(payload.encode("utf-8")).hexdigest()))
+    return out
+
+
+# ---------------------------------------------------------------- the differentiable one-step generator
+
+
+class OneStep:
+    """z (initial noise) → image in [0, 1], differentiably: one UNet step to x̂0, then the VAE decoder.
+
+    Works for UNet pipelines of the Stable Diffusion family (SD 1.x/2.x, SD-Turbo; SDXL and SDXL-Turbo
+    through their pooled text embeddings and size conditioning). The model input is the scheduler's
+    own scaling of z at its first timestep; x̂0 follows the scheduler's prediction type
+    (epsilon, v_prediction or sample).
+    """
+
+    def __init__(self, pipe, device: str, dtype, guidance: float, height: int, width: int):
+        import torch
+
+        self.pipe, self.device, self.dtype = pipe, device, dtype
+        self.guidance = float(guidance)
+        self.h, self.w = height, width
+        sched = pipe.scheduler
+        sched.set_timesteps(1, device=device)
+        self.t = sched.timesteps[0]
+        a = sched.alphas_cumprod[int(self.t)].to(torch.float32)
+        self.s0, self.s1 = float(a.sqrt()), float((1 - a).sqrt())
+        self.prediction = sched.config.get("prediction_type", "epsilon")
+        self.xl = getattr(pipe, "text_encoder_2", None) is not None
+        for m in (pipe.unet, pipe.vae, getattr(pipe, "text_encoder", None), getattr(pipe, "text_encoder_2", None)):
+            if m is not None:
+                for q in m.parameters():
+                    q.requires_grad_(False)
+
+    def latent_shape(self) -> tuple[int, int, int]:
+        scale = self.pipe.vae_scale_factor
+        return (self.pipe.unet.config.in_channels, self.h // scale, self.w // scale)
+
+    def condition(self, prompt: str, negative: str | None) -> dict:
+        import torch
+
+        cfg = self.guidance > 1.0
+        with torch.no_grad():
+            if self.xl:
+                pe, ne, pooled, npooled = self.pipe.encode_prompt(
+                    prompt=prompt, device=self.device, num_images_per_prompt=1, do_classifier_free_guidance=cfg,
+                    negative_prompt=negative)
+                time_ids = torch.tensor([[self.h, self.w, 0, 0, self.h, self.w]], device=self.device,
+                                        dtype=pe.dtype)
+                if cfg:
+                    return {"emb": torch.cat([ne, pe]), "added": {"text_embeds": torch.cat([npooled, pooled]),
+                                                                  "time_ids": time_ids.repeat(2, 1)}}
+                return {"emb": pe, "added": {"text_embeds": pooled, "time_ids": time_ids}}
+            pe, ne = self.pipe.encode_prompt(prompt, self.device, 1, cfg, negative_prompt=negative)
+            return {"emb": torch.cat([ne, pe]) if cfg else pe, "added": None}
+
+    def __call__(self, z, cond: dict):
+        import torch
+
+        sched = self.pipe.scheduler
+        x = z.to(self.dtype) * sched.init_noise_sigma
+        if hasattr(sched, "_step_index"):
+            sched._step_index = None  # each call is the first step again
+        x = sched.scale_model_input(x, self.t)
+        inp = torch.cat([x, x]) if self.guidance > 1.0 else x
+        kw = {"added_cond_kwargs": cond["added"]} if cond["added"] is not None else {}
+        out = self.pipe.unet(inp, self.t, encoder_hidden_states=cond["emb"], **kw).sample
+        if self.guidance > 1.0:
+            un, co = out.chunk(2)
+            out = un + self.guidance * (co - un)
+        if self.prediction == "v_prediction":
+            x0 = self.s0 * x - self.s1 * out
+        elif self.prediction == "sample":
+            x0 = out
+        else:
+            x0 = (x - self.s1 * out) / self.s0
+        vae = self.pipe.vae
+        shift = getattr(vae.config, "shift_factor", None) or 0.0
+        img = vae.decode(x0 / vae.config.scaling_factor + shift).sample
+        return (img.float() / 2 + 0.5).clamp(0, 1)
+
+
+def noise_nll(z) -> Any:
+    """Negative log-density (up to a constant) of K = ‖z‖² under χ²_d, d = z's size: −((d/2 − 1)·log K − K/2)."""
+    import torch
+
+    d = z.numel()
+    k = (z.float() ** 2).sum()
+    return -((d / 2.0 - 1.0) * torch.log(k) - k / 2.0)
+
+
+def optimise(gen: OneStep, scorer, prompt: str, seed: int, p: dict, scorer_prompt: str | None,
+             on_step: Callable[[], None] = lambda: None) -> tuple[list[np.ndarray], list[dict]]:
+    """The images (uint8 H×W×3) and trace rows (score, noise norm, loss) of one trajectory, iteration 0 first."""
+    import torch
+
+    lam = 1.0 if p.get("direction", "maximize") == "maximize" else -1.0
+    reg, clip, lr = float(p.get("regulariser", 0.01)), float(p.get("grad_clip", 0.1)), float(p["lr"])
+    z0 = torch.randn(gen.latent_shape(), generator=torch.Generator("cpu").manual_seed(int(seed)),
+                     dtype=torch.float32)
+    z = z0.unsqueeze(0).to(gen.device).requires_grad_(True)
+    cond = gen.condition(prompt, p.get("negative_prompt"))
+    images, trace = [], []
+    n = int(p["iterations"])
+    for it in range(n + 1):
+        img = gen(z, cond)
+        s = scorer.score_tensor(img, [scorer_prompt if scorer_prompt is not None else prompt])[0]
+        arr = (img[0].detach().permute(1, 2, 0).cpu().numpy() * 255.0).round().clip(0, 255).astype(np.uint8)
+        images.append(arr)
+        nll = noise_nll(z)
+        row = {"iteration": it, "score": float(s.detach()), "noise_norm": float(z.detach().float().norm()),
+               "noise_nll": float(nll.detach())}
+        if it < n:
+            loss = -lam * s.float() + reg * nll
+            loss.backward()
+            g = z.grad
+            gnorm = float(g.norm())
+            row["grad_norm"] = gnorm
+            with torch.no_grad():
+                if gnorm > clip:
+                    g = g * (clip / gnorm)
+                z -= lr * g
+            z.grad = None
+        trace.append(row)
+        on_step()
+    return images, trace
+
+
+# ---------------------------------------------------------------- store
+
+
+def _png(arr: np.ndarray) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _read_png(path: Path) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def traj_dir(store: Path, key: str) -> Path:
+    return store / key[:2] / key
+
+
+def _commit(store: Path, key: str, images: list[np.ndarray], trace: list[dict]) -> None:
+    final = traj_dir(store, key)
+    tmp = final.with_name(f".{key}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    for k, arr in enumerate(images):
+        (tmp / f"it{k:03d}.png").write_bytes(_png(arr))
+    (tmp / "trace.json").write_text(json.dumps(trace, indent=1), encoding="utf-8")
+    try:
+        os.replace(tmp, final)  # one rename: a trajectory is in the store whole or not at all
+    except OSError:  # another process committed it first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measures(probe: ProbeIR, spec_dir: Path, device: str) -> list[tuple[str, Any]]:
+    from scoreaudit.registry import load_plugins, probe_measures
+
+    load_plugins()
+    out = []
+    for m in probe.call.params["measures"]:
+        entry = probe_measures.get(m["measure"])
+        params = entry.params.model_validate(m["params"])
+        impl = entry.impl(params, base_dir=spec_dir, device=device) if m["measure"] == "clip_attribute" \
+            else entry.impl(params)
+        out.append((m["measure"], impl))
+    return out
+
+
+def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, store: Path, device: str,
+              note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[list[dict], dict]:
+    """Optimise (or reuse) every trajectory of one probe; the probe table's rows and run.json's counts."""
+    p = dict(probe.call.params)
+    folder, identity = locate_pipeline(probe.name, p, spec_dir)
+    dtype = _dtype_name(p, device)
+    scorer_key = {"plugin": scorer_slot.ir.call.plugin, "version": scorer_slot.ir.call.version,
+                  "params": scorer_slot.key_params, "prompt": scorer_slot.params.get("prompt")}
+    trajs = trajectories(probe, spec_dir, identity, dtype, scorer_key)
+    todo = [t for t in trajs if not (traj_dir(store, t.key) / "trace.json").is_file()]
+    n_it = int(p["iterations"])
+    note(f"probe {probe.name}: {len(trajs)} trajectories × {n_it} iterations, {len(trajs) - len(todo)} from the "
+         f"store, {len(todo)} new (pipeline {identity[:60]}, scorer {probe.scorer}, dtype {dtype})")
+    if todo:
+        import torch
+
+        make = Generator(f"{probe.name}", p, folder, device, dtype)
+        make._load()
+        h, w = sizes(p)
+        gen = OneStep(make.pipe, device, getattr(torch, dtype), float(p.get("guidance", 0.0)), h, w)
+        scorer = scorer_slot.instance
+        sprompt = scorer_slot.params.get("prompt") if isinstance(scorer_slot.params.get("prompt"), str) else None
+        label = f"probe {probe.name} (iterations)"
+        if progress is not None:
+            progress.task(label, len(todo) * (n_it + 1))
+        started = time.perf_counter()
+        for t in todo:
+            images, trace = optimise(gen, scorer, t.prompt, t.seed, p, sprompt,
+                                     on_step=(lambda: progress.advance(label, 1)) if progress is not None
+                                     else (lambda: None))
+            _commit(store, t.key, images, trace)
+        took = time.perf_counter() - started
+        note(f"probe {probe.name}: {len(todo)} trajectories optimised in {took:.1f} s "
+             f"({len(todo) * (n_it + 1) / max(took, 1e-9):.2f} iterations/s)")
+    measures = _measures(probe, spec_dir, device)
+    dest = out_dir / "probes" / probe.name
+    dest.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    trace_rows: list[dict] = []
+    for t in trajs:
+        src = traj_dir(store, t.key)
+        trace = json.loads((src / "trace.json").read_text(encoding="utf-8"))
+        tdest = dest / t.id
+        tdest.mkdir(exist_ok=True)
+        base = {"probe": probe.name, "scorer": probe.scorer, "prompt": t.prompt, "cluster": t.cluster,
+                "seed": t.seed}
+        for rec in trace:
+            it = rec["iteration"]
+            png = src / f"it{it:03d}.png"
+            if p.get("keep", "all") == "all" or it in (0, n_it):
+                shutil.copyfile(png, tdest / png.name)
+            arr = _read_png(png)
+            rows.append({**base, "iteration": it, "measure": "score", "label": "", "value": rec["score"]})
+            flat = {"trajectory": t.id, **base, "iteration": it, "score": rec["score"],
+                    "noise_norm": rec.get("noise_norm")}
+            for name, impl in measures:
+                for label, value in impl.compute(arr).items():
+                    rows.append({**base, "iteration": it, "measure": name, "label": label, "value": value})
+                    flat[name if not label else f"{name}[{label}]"] = value
+            trace_rows.append(flat)
+    import csv
+
+    cols = list(dict.fromkeys(k for r in trace_rows for k in r))
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    wr.writeheader()
+    for r in trace_rows:
+        wr.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    (dest / "trace.csv").write_text(buf.getvalue(), encoding="utf-8")
+    return rows, {"trajectories": len(trajs), "optimised": len(todo), "reused": len(trajs) - len(todo),
+                  "iterations": n_it, "pipeline": identity, "dtype": dtype, "scorer": probe.scorer}
+
+
+def run_probes(ir: AuditIR, *, slots: dict, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
+               note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[list[dict], dict]:
+    store = cache_path.with_name(cache_path.name + ".probes")
+    rows: list[dict] = []
+    info: dict = {}
+    for name, probe in ir.probes.items():
+        r, info[name] = run_probe(probe, scorer_slot=slots[probe.scorer], spec_dir=spec_dir, out_dir=out_dir,
+                                  store=store, device=device, note=note, progress=progress)
+        rows.extend(r)
+    return rows, info

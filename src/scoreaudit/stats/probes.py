@@ -1,0 +1,130 @@
+"""Statistics of optimisation probes: `probe_drift` and `probe_shift` (spec/probes.md), their
+simulate truths, and the planted probe table `simulate` uses.
+
+The runtime writes one long table, `tables/probe.parquet` (spec/bundle.md):
+one row per (probe, prompt, seed, iteration, measure, label) with the value;
+the scorer's own score is the measure `score`. A trajectory is one (prompt,
+seed); the trajectories of one prompt form a cluster, and the estimate is the
+mean of cluster means of last-minus-first differences, with the context's
+shared machinery (cluster bootstrap, the audit's test over cluster means).
+
+Planted model (for `simulate`): per trajectory, the first value is
+N(30, 10²) (labels: 1 with probability 1/2) and the last is the first plus
+the planted drift `probe_drift` plus N(0, noise²) (labels: 1 with
+probability 1/2 + `probe_shift`), from `--truth {"SCORER": {"probe_drift": D,
+"probe_shift": S, "noise": σ}}`; so the true values are D and S.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from scoreaudit.compiler.ir import AuditIR, StatCallIR
+from scoreaudit.stats.bootstrap import stable_hash
+from scoreaudit.stats.context import ArmData, StatContext
+from scoreaudit.stats.estimate import Estimate
+
+COLUMNS = ("probe", "scorer", "prompt", "cluster", "seed", "iteration", "measure", "label", "value")
+PLANTED_TRAJECTORIES = (40, 2)  # planted probes: prompts (clusters) × seeds
+
+
+def _ends(ctx: StatContext, probe: str, measure: str, label: str | None) -> pd.DataFrame:
+    """First and last value per trajectory: columns traj, cluster, first, last."""
+    t = ctx.tables.get("probe")
+    if t is None or not len(t):
+        return pd.DataFrame(columns=["traj", "cluster", "first", "last"])
+    t = t[(t["probe"] == probe) & (t["measure"] == measure)]
+    if label is not None:
+        t = t[t["label"] == label]
+    rows = []
+    for (cluster, prompt, seed), g in t.groupby(["cluster", "prompt", "seed"], sort=True):
+        g = g.sort_values("iteration")
+        rows.append({"traj": f"{cluster}/{seed}/{prompt}", "cluster": str(cluster),
+                     "first": float(g["value"].iloc[0]), "last": float(g["value"].iloc[-1]),
+                     "iterations": int(g["iteration"].iloc[-1])})
+    return pd.DataFrame(rows, columns=["traj", "cluster", "first", "last", "iterations"])
+
+
+def _probe_arm(ctx: StatContext, probe: str, ends: pd.DataFrame) -> ArmData:
+    """The probe's trajectories as an arm (one image per trajectory), for the shared estimators."""
+    imgs = pd.DataFrame({"image_id": ends["traj"].astype(str), "cluster": ends["cluster"].astype(str)})
+    imgs = imgs.sort_values("image_id", kind="stable").reset_index(drop=True)
+    clusters = np.array(sorted(imgs["cluster"].unique()), dtype=object)
+    imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].to_numpy()))
+    return ArmData(f"probe:{probe}", "synthetic", imgs, clusters, ctx.seed, ctx.n_boot)
+
+
+def _estimate(ctx: StatContext, call: StatCallIR, measure: str, label: str | None) -> Estimate:
+    probe = call.params["probe"]
+    ends = _ends(ctx, probe, measure, label)
+    if not len(ends):
+        what = measure if label is None else f"{measure} = {label}"
+        return Estimate(float("nan"), "ttest", undefined=f"probe {probe} recorded no {what} values")
+    a = _probe_arm(ctx, probe, ends)
+    ends = ends.set_index("traj").loc[a.image_ids]
+    diff = (ends["last"] - ends["first"]).to_numpy(dtype=float)
+    detail = {"probe": probe, "measure": measure, "trajectories": int(np.isfinite(diff).sum()),
+              "first_mean": float(np.nanmean(ends["first"])) if ends["first"].notna().any() else None,
+              "last_mean": float(np.nanmean(ends["last"])) if ends["last"].notna().any() else None,
+              "iterations": int(ends["iterations"].max())}
+    if label is not None:
+        detail["label"] = label
+    return ctx.mean_estimate(a, diff, test=call.params.get("test"), detail=detail)
+
+
+def probe_drift(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str) -> Estimate:
+    return _estimate(ctx, call, call.params["measure"], "")
+
+
+def probe_shift(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str) -> Estimate:
+    return _estimate(ctx, call, call.params.get("measure", "clip_attribute"), call.params["label"])
+
+
+# ---------------------------------------------------------------- simulate
+
+
+def _planted(tc) -> Mapping[str, Any]:
+    return dict(tc.truth.get(tc.scorer, tc.truth.get("*", {})))
+
+
+def probe_drift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
+    return float(_planted(tc).get("probe_drift", 0.0))
+
+
+def probe_shift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
+    return float(_planted(tc).get("probe_shift", 0.0))
+
+
+def planted_probe_table(ir: AuditIR, truth: Mapping[str, Any], seed: int = 0) -> pd.DataFrame:
+    """First and last iteration of every planted trajectory of every probe (see the module docstring)."""
+    rows: list[dict] = []
+    n_prompts, n_seeds = PLANTED_TRAJECTORIES
+    for name, probe in ir.probes.items():
+        t = dict(truth.get(probe.scorer, truth.get("*", {})))
+        drift, shift, noise = float(t.get("probe_drift", 0.0)), float(t.get("probe_shift", 0.0)), \
+            float(t.get("noise", 1.0))
+        rng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash("probe:" + name)]))
+        last_it = int(probe.call.params.get("iterations", 1))
+        for m in probe.call.params["measures"]:
+            labels = list(m["params"].get("labels") or [])
+            for p in range(n_prompts):
+                for s in range(n_seeds):
+                    base = {"probe": name, "scorer": probe.scorer, "prompt": f"prompt {p}", "cluster": f"p{p:04d}",
+                            "seed": s}
+                    if labels:
+                        first = rng.random(len(labels)) < 0.5
+                        last = rng.random(len(labels)) < min(1.0, max(0.0, 0.5 + shift))
+                        for k, label in enumerate(labels):
+                            rows.append({**base, "iteration": 0, "measure": m["measure"], "label": label,
+                                         "value": float(first[k])})
+                            rows.append({**base, "iteration": last_it, "measure": m["measure"], "label": label,
+                                         "value": float(last[k])})
+                    else:
+                        v0 = rng.normal(30.0, 10.0)
+                        rows.append({**base, "iteration": 0, "measure": m["measure"], "label": "", "value": v0})
+                        rows.append({**base, "iteration": last_it, "measure": m["measure"], "label": "",
+                                     "value": v0 + drift + rng.normal(0.0, noise)})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
