@@ -183,3 +183,32 @@ def test_resume_after_sigkill_regenerates_nothing_committed(tmp_path, pipe_dir):
     assert f"generate gen: 12 images, {len(done)} from the store, {12 - len(done)} new" in log
     assert all((store / n[:2] / n).read_bytes() == b for n, b in done.items())  # nothing rewritten
     assert len(_manifest(tmp_path / "out")) == 12
+
+
+def test_generation_reports_images_and_steps_per_second(tmp_path, pipe_dir, capsys, monkeypatch):
+    """Off a terminal, generation prints `progress:` lines for images and denoising steps, with rates."""
+    monkeypatch.setenv("SCOREAUDIT_PROGRESS_SECONDS", "0")
+    spec = _project(tmp_path, pipe_dir, seeds="0..1", bs=2)
+    api.run(spec, out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=True,
+            render_report=False)
+    err = capsys.readouterr().err
+    n = 2 * 2 * 2  # gender × job × seeds
+    assert f"progress: generate gen (images) {n}/{n} (100%)" in err
+    assert f"progress: generate gen (denoising steps) {n * 2}/{n * 2} (100%)" in err
+    assert "/s" in err.split("denoising steps")[1].splitlines()[0]
+    log = (tmp_path / "out" / "run.log").read_text()
+    assert f"generate gen: {n} images, {n * 2} denoising steps in" in log and "images/s" in log
+
+
+def test_generated_arm_gets_thumbnail_strips(tmp_path, pipe_dir):
+    """The report's one-image-at-every-dose strip works on a generated arm (its images are in the output)."""
+    import json
+
+    spec = _project(tmp_path, pipe_dir, seeds="0..0")
+    text = spec.read_text().replace("hypothesis H", "operator light = lab_shift(channel: L) doses -5, 0, 5\n"
+                                                    "hypothesis H")
+    spec.write_text(text)
+    api.run(spec, out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False,
+            render_report=False)
+    thumbs = json.loads((tmp_path / "out" / "thumbnails.json").read_text())
+    assert thumbs["light"]["arm"] == "gen" and [d["dose"] for d in thumbs["light"]["doses"]] == [-5.0, 0.0, 5.0]

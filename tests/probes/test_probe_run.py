@@ -56,6 +56,12 @@ def test_probe_runs_records_every_iteration_and_reads_its_statistics(tmp_path):
     assert run["probes"]["reno_ir"]["trajectories"] == 4 and run["probes"]["reno_ir"]["optimised"] == 4
     trace = pd.read_csv(out / "probes" / "reno_ir" / "trace.csv")
     assert len(trace) == 4 * 5 and {"score", "ita", "skin_exposure", "clip_attribute[woman]"} <= set(trace.columns)
+    # the report: trajectories per measure, first/last thumbnails; verify accepts the bundle
+    (html,) = [p for p in api.render(out, formats=("html",)) if p.suffix == ".html"]
+    page = html.read_text()
+    assert "Optimisation probes" in page and page.count("data:image/jpeg;base64,") >= 2 * 4
+    assert "skin_exposure" in page and "clip_attribute" in page
+    assert api.verify(out) == []
     # a second run reuses every trajectory from the store and gives the same table
     again = api.run(spec, out=tmp_path / "out2", device="cpu", cache=tmp_path / "c.sqlite", progress=False,
                     render_report=False)

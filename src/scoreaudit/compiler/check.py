@@ -304,6 +304,13 @@ def arms_pass(module: ast.Module, st: State) -> None:
             continue
         p = bound.params
         if entry.meta.get("source") == "generate":  # the images exist after the run's generate step
+            if p.get("scheduler"):
+                from scoreaudit.compiler.schedulers import check_scheduler
+
+                if not check_scheduler(p["scheduler"], bound.arg_node("scheduler").value, st.sink,
+                                       f"arm `{d.name.name}`"):
+                    st.broken.add(d.name.name)
+                    continue
             prompts = p.get("prompts")
             factors = tuple(prompts["factors"]) if isinstance(prompts, dict) else ()
             st.arms[d.name.name] = ir.ArmIR(name=d.name.name, call=plugin_call(bound), source="images",

@@ -352,7 +352,8 @@ CATALOGUE: tuple[Code, ...] = (
     _r("E0852", "prompts unreadable", "A generated arm's prompts file (or a template's `column(NAME, \"file\")`) "
        "is missing, unreadable, lacks the column, or has no prompts.",
        "Fix the path (relative to the spec's folder) or the column name."),
-    _r("E0853", "unknown scheduler", "`scheduler:` of a generated arm names no diffusers scheduler class.",
+    _r("E0853", "unknown scheduler", "`scheduler:` of a generated arm names no diffusers scheduler class (checked "
+       "by `check` when diffusers is installed, from its list of schedulers without importing it; else at run time).",
        "Name a class such as `DDIMScheduler` or `EulerDiscreteScheduler`, or leave it out."),
     Code("E0854", "bad range value", "A range value `a..b` (e.g. `seeds: 0..4`) has an end that is not a whole "
          "number, runs backwards, or holds more than 100,000 numbers.",

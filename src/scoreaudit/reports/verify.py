@@ -25,7 +25,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any, Iterator
 
-RUNTIME_TABLES = ("images", "scores", "measures", "regions", "exclusions")
+RUNTIME_TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe")  # probe: optimisation probes
 RECORDS = ("ir.json", "run.json", "lock.json", "plan.json", "spec.audit", "run.log")
 # keys whose values legitimately differ between two analyses of the same tables
 VOLATILE = {"bundle", "environment", "tool"}

@@ -532,8 +532,9 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
         gen_dev = resolve_device(device, True)
         check_output_dir(out_dir)  # before the generated images are written into it (no links followed)
         notes: list[str] = []
-        ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
-                                    device=gen_dev, note=notes.append)
+        with Progress(progress) as gen_prog:  # images/s and steps/s while generating
+            ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
+                                        device=gen_dev, note=notes.append, progress=gen_prog)
     known = known_probes(cache_path, {n: _max_pixels(a) for n, a in ir.arms.items()})
     manifests = load_manifests(ir, spec_dir, root, trusted=set(generated), known=known)
     pre = load_precomputed(ir, spec_dir, manifests, root)

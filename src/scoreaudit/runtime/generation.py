@@ -19,6 +19,7 @@ import io
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -212,8 +213,11 @@ class Generator:
         pipe.set_progress_bar_config(disable=True)
         self.pipe = pipe
 
-    def __call__(self, jobs: list[Job]) -> list[bytes]:
-        """PNG bytes for each job; each image's noise comes from its own seed, so batching does not change it."""
+    def __call__(self, jobs: list[Job], on_step: Callable[[int], None] | None = None) -> list[bytes]:
+        """PNG bytes for each job; each image's noise comes from its own seed, so batching does not change it.
+
+        `on_step(n)` is called after every denoising step with the number of images the step advanced.
+        """
         import numpy as np
         import torch
         from PIL import Image
@@ -231,6 +235,14 @@ class Generator:
         latents = self._latents(gens, h, w)
         if latents is not None:
             kwargs["latents"] = latents
+        import inspect
+
+        if on_step is not None and "callback_on_step_end" in inspect.signature(self.pipe.__call__).parameters:
+            def _step(pipe, i, t, cb_kwargs):
+                on_step(len(jobs))
+                return cb_kwargs
+
+            kwargs["callback_on_step_end"] = _step
         with torch.inference_mode():
             images = self.pipe(**kwargs).images
         out = []
@@ -269,8 +281,12 @@ def _commit(path: Path, data: bytes) -> None:
 
 def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, device: str,
                  note: Callable[[str], None] = lambda s: None,
-                 make: Callable[..., Generator] = Generator) -> tuple[ArmIR, dict]:
-    """Make (or reuse) every image of a generated arm; returns the equivalent `images` arm and counts."""
+                 make: Callable[..., Generator] = Generator, progress=None) -> tuple[ArmIR, dict]:
+    """Make (or reuse) every image of a generated arm; returns the equivalent `images` arm and counts.
+
+    `progress` (runtime.progress.Progress): two live counters, images and denoising steps, whose
+    rates are images/s and steps/s (plain `progress:` lines off a terminal).
+    """
     p = dict(arm.call.params)
     folder, identity = locate_pipeline(arm.name, p, spec_dir)
     dtype = _dtype_name(p, device)
@@ -280,10 +296,23 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
          f"(pipeline {identity[:60]}, dtype {dtype})")
     gen = make(arm.name, p, folder, device, dtype)
     bs = int(p.get("batch_size", 1))
+    steps = int(p.get("steps", 30))
+    lab_i, lab_s = f"generate {arm.name} (images)", f"generate {arm.name} (denoising steps)"
+    if progress is not None and todo:
+        progress.task(lab_i, len(todo))
+        progress.task(lab_s, len(todo) * steps)
+    started = time.perf_counter()
     for i in range(0, len(todo), bs):
         batch = todo[i:i + bs]
-        for j, png in zip(batch, gen(batch)):
+        kw = {"on_step": (lambda n: progress.advance(lab_s, n))} if progress is not None else {}
+        for j, png in zip(batch, gen(batch, **kw)):
             _commit(store_path(store, j.key), png)  # committed one by one: a kill loses at most a batch
+        if progress is not None:
+            progress.advance(lab_i, len(batch))
+    if todo:
+        took = max(time.perf_counter() - started, 1e-9)
+        note(f"generate {arm.name}: {len(todo)} images, {len(todo) * steps} denoising steps in {took:.1f} s "
+             f"({len(todo) / took:.2f} images/s, {len(todo) * steps / took:.1f} steps/s)")
     dest = out_dir / "generated" / arm.name
     dest.mkdir(parents=True, exist_ok=True)
     factors = list(arm.factors)
@@ -300,19 +329,23 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
     tmp = dest / "manifest.csv.tmp"
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, dest / "manifest.csv")
-    images = ArmIR(name=arm.name, source="images", kind=arm.kind, cluster="cluster", factors=arm.factors,
-                   label=arm.label,
-                   call=PluginCall(plugin="images", version="1",
-                                   params={"folder": str(dest.resolve()), "manifest": str((dest / "manifest.csv").resolve()),
-                                           "kind": arm.kind, "cluster": "cluster", "factors": factors,
-                                           "id": "id", "path": "path", "prompt": "prompt",
-                                           "on_error": p.get("on_error")}))
-    return images, {"images": len(jobs), "generated": len(todo), "reused": len(jobs) - len(todo),
+    return images_arm(arm, dest), {"images": len(jobs), "generated": len(todo), "reused": len(jobs) - len(todo),
                     "pipeline": identity, "dtype": dtype}
 
 
+def images_arm(arm: ArmIR, dest: Path) -> ArmIR:
+    """The `images` arm of a generated arm's files in `dest` (`OUT/generated/ARM/`, with its manifest.csv)."""
+    return ArmIR(name=arm.name, source="images", kind=arm.kind, cluster="cluster", factors=arm.factors,
+                 label=arm.label,
+                 call=PluginCall(plugin="images", version="1",
+                                 params={"folder": str(dest.resolve()), "manifest": str((dest / "manifest.csv").resolve()),
+                                         "kind": arm.kind, "cluster": "cluster", "factors": list(arm.factors),
+                                         "id": "id", "path": "path", "prompt": "prompt",
+                                         "on_error": arm.call.params.get("on_error")}))
+
+
 def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
-                note: Callable[[str], None] = lambda s: None) -> tuple[AuditIR, dict]:
+                note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[AuditIR, dict]:
     """The IR with every generated arm replaced by the `images` arm of its generated files."""
     gen = {n: a for n, a in ir.arms.items() if is_generated(a)}
     if not gen:
@@ -322,5 +355,5 @@ def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path,
     info = {}
     for name, arm in gen.items():
         arms[name], info[name] = generate_arm(arm, spec_dir=spec_dir, out_dir=out_dir, store=store,
-                                              device=device, note=note)
+                                              device=device, note=note, progress=progress)
     return ir.model_copy(update={"arms": arms}), info

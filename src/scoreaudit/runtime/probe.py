@@ -39,6 +39,8 @@ from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
 from scoreaudit.runtime.generation import Generator, _dtype_name, _error, locate_pipeline, sizes
 
 PROBE_KEY_VERSION = "1"
+FILE = "probes.json"  # the report's first/last thumbnails per trajectory (base64 JPEG)
+THUMBS_PER_PROBE = 12
 
 
 @dataclass(frozen=True)
@@ -286,6 +288,7 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
     dest.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     trace_rows: list[dict] = []
+    thumbs: list[dict] = []
     for t in trajs:
         src = traj_dir(store, t.key)
         trace = json.loads((src / "trace.json").read_text(encoding="utf-8"))
@@ -307,6 +310,13 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
                     rows.append({**base, "iteration": it, "measure": name, "label": label, "value": value})
                     flat[name if not label else f"{name}[{label}]"] = value
             trace_rows.append(flat)
+        if len(thumbs) < THUMBS_PER_PROBE:
+            from scoreaudit.runtime.thumbnails import thumbnail
+
+            thumbs.append({"id": t.id, "prompt": t.prompt, "seed": t.seed,
+                           "first": thumbnail(_read_png(src / "it000.png"), None, 128),
+                           "last": thumbnail(_read_png(src / f"it{trace[-1]['iteration']:03d}.png"), None, 128),
+                           "first_score": trace[0]["score"], "last_score": trace[-1]["score"]})
     import csv
 
     cols = list(dict.fromkeys(k for r in trace_rows for k in r))
@@ -317,16 +327,27 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
         wr.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
     (dest / "trace.csv").write_text(buf.getvalue(), encoding="utf-8")
     return rows, {"trajectories": len(trajs), "optimised": len(todo), "reused": len(trajs) - len(todo),
-                  "iterations": n_it, "pipeline": identity, "dtype": dtype, "scorer": probe.scorer}
+                  "iterations": n_it, "pipeline": identity, "dtype": dtype, "scorer": probe.scorer,
+                  "_thumbs": thumbs}
 
 
 def run_probes(ir: AuditIR, *, slots: dict, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
                note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[list[dict], dict]:
+    """Every probe of the audit: the probe table's rows and run.json's counts; writes `probes.json`
+    (first and last image of the first trajectories, for the report) unless `report { thumbnails: false }`."""
     store = cache_path.with_name(cache_path.name + ".probes")
     rows: list[dict] = []
     info: dict = {}
+    thumbs: dict = {}
     for name, probe in ir.probes.items():
         r, info[name] = run_probe(probe, scorer_slot=slots[probe.scorer], spec_dir=spec_dir, out_dir=out_dir,
                                   store=store, device=device, note=note, progress=progress)
+        thumbs[name] = {"scorer": probe.scorer, "direction": probe.call.params.get("direction", "maximize"),
+                        "iterations": info[name]["iterations"], "trajectories": info[name].pop("_thumbs")}
         rows.extend(r)
+    path = out_dir / FILE
+    if getattr(ir.report, "thumbnails", True):
+        path.write_text(json.dumps(thumbs, separators=(",", ":")), encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)
     return rows, info

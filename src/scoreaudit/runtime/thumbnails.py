@@ -54,8 +54,12 @@ def thumbnail(image: np.ndarray, mask: np.ndarray | None, size: int = 160, quali
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _first_image(ir, spec_dir: Path, root: Path | None):
-    """The first image (of the first few per arm) that decodes and whose regions evaluate, with its masks."""
+def _first_image(ir, spec_dir: Path, root: Path | None, out_dir: Path | None = None):
+    """The first image (of the first few per arm) that decodes and whose regions evaluate, with its masks.
+
+    A generated arm's images are read from the run's output (`out_dir/generated/ARM/`), which the run
+    wrote itself; without `out_dir` generated arms are skipped.
+    """
     from scoreaudit.plugins.base import ImageFailure
     from scoreaudit.runtime.columns import required_columns
     from scoreaudit.runtime.images import Decoded, decode_record, load_manifest
@@ -63,9 +67,15 @@ def _first_image(ir, spec_dir: Path, root: Path | None):
 
     evaluator = RegionEvaluator(ir.regions) if ir.regions else None
     for arm in _arm_order(ir):
+        arm_root = root
         if arm.call.plugin == "generate":  # its images are in the bundle, not under the spec's folder
-            continue
-        result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), root=root, probe=False)
+            from scoreaudit.runtime.generation import images_arm
+
+            dest = Path(out_dir) / "generated" / arm.name if out_dir is not None else None
+            if dest is None or not (dest / "manifest.csv").is_file():
+                continue
+            arm, arm_root = images_arm(arm, dest), None  # files the run wrote itself
+        result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), root=arm_root, probe=False)
         for record in result.records[:5]:
             d = decode_record(record, result.max_pixels)
             if not isinstance(d, Decoded):
@@ -78,13 +88,14 @@ def _first_image(ir, spec_dir: Path, root: Path | None):
     return None, None, {}
 
 
-def make_thumbnails(ir, spec_path: str | Path, root: Path | None = None, size: int = 160) -> dict[str, Any]:
+def make_thumbnails(ir, spec_path: str | Path, root: Path | None = None, size: int = 160,
+                    out_dir: str | Path | None = None) -> dict[str, Any]:
     """{operator: {arm, image_id, region, doses: [{dose, jpeg}]}} for every operator (empty when no image decodes)."""
     from scoreaudit.registry import load_plugins, operators
 
     spec_dir = Path(spec_path).resolve().parent
     load_plugins()
-    arm, decoded, masks = _first_image(ir, spec_dir, root)
+    arm, decoded, masks = _first_image(ir, spec_dir, root, Path(out_dir) if out_dir is not None else None)
     if decoded is None:
         return {}
     out: dict[str, Any] = {}
@@ -109,5 +120,6 @@ def write_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path 
     if not getattr(ir.report, "thumbnails", True):
         path.unlink(missing_ok=True)
         return None
-    path.write_text(json.dumps(make_thumbnails(ir, spec_path, root), separators=(",", ":")), encoding="utf-8")
+    path.write_text(json.dumps(make_thumbnails(ir, spec_path, root, out_dir=out_dir), separators=(",", ":")),
+                    encoding="utf-8")
     return path

@@ -55,3 +55,42 @@ def save_tiny_sd(folder: Path, seed: int = 0) -> Path:
         p.unlink()
     tok_dir.rmdir()
     return folder
+
+
+def save_tiny_sdxl(folder: Path, seed: int = 0) -> Path:
+    """Write a tiny StableDiffusionXLPipeline (two text encoders, pooled embeddings, size conditioning)."""
+    import torch
+    from diffusers import (AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline,
+                           UNet2DConditionModel)
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tok_dir = folder / "_tok"
+    tok_dir.mkdir(exist_ok=True)
+    write_clip_tokenizer(tok_dir)
+    tokenizer = CLIPTokenizer.from_pretrained(str(tok_dir))
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(
+        block_out_channels=(8, 16), layers_per_block=1, sample_size=16, in_channels=4, out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=32, attention_head_dim=4, norm_num_groups=4, addition_embed_type="text_time",
+        addition_time_embed_dim=4, projection_class_embeddings_input_dim=16 + 6 * 4,
+        transformer_layers_per_block=1)
+    vae = AutoencoderKL(block_out_channels=(8, 16), in_channels=3, out_channels=3,
+                        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+                        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), latent_channels=4,
+                        norm_num_groups=4, sample_size=32)
+    cfg = dict(vocab_size=49408, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+               max_position_embeddings=77, bos_token_id=49406, eos_token_id=49407, pad_token_id=49407)
+    text = CLIPTextModel(CLIPTextConfig(**cfg))
+    text2 = CLIPTextModelWithProjection(CLIPTextConfig(projection_dim=16, **cfg))
+    sched = EulerDiscreteScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                                   timestep_spacing="trailing", steps_offset=1)
+    pipe = StableDiffusionXLPipeline(unet=unet, vae=vae, text_encoder=text, text_encoder_2=text2,
+                                     tokenizer=tokenizer, tokenizer_2=tokenizer, scheduler=sched)
+    pipe.save_pretrained(str(folder))
+    for p in sorted(tok_dir.iterdir()):
+        p.unlink()
+    tok_dir.rmdir()
+    return folder
