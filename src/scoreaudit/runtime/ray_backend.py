@@ -418,7 +418,7 @@ class RayBackend:
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         self.reader = ray.remote(_CacheReader).options(scheduling_strategy=here, num_cpus=0).remote(
             str(cache_path))
-        self.task = ray.remote(run_batch).options(max_retries=RETRIES, retry_exceptions=False)
+        self.task = ray.remote(run_batch)  # options (retries, GPUs) are set per arm in `batches` (one .options call)
         self.entries = _plugin_entries(ctx.ir)
         self.actors: dict[str, Any] = {}
         self.window = max(1, int(ray.available_resources().get("CPU", 1)) * WINDOW)
