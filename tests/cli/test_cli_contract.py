@@ -176,3 +176,17 @@ def test_simulate_prints_progress_lines_off_a_terminal(monkeypatch, capsys):
     assert [ln.split(" (")[0] for ln in lines] == ["progress: simulate 1/3", "progress: simulate 2/3",
                                                     "progress: simulate 3/3"]
     assert stage_bar(False, "simulate", 3) is None
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    import os
+    import subprocess
+    import sys as _sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run([_sys.executable, "-m", "scoreaudit", "describe", "lab_shif"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == Exit.USAGE and "did you mean 'lab_shift'?" in r.stderr
+    r = subprocess.run([_sys.executable, "-m", "scoreaudit", "--help"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and "exit codes:" in r.stdout and "usage: scoreaudit" in r.stdout

@@ -86,6 +86,96 @@ def test_report_has_the_comparisons_section_and_verify_passes(example):
     assert verify(folder / "out") == []
 
 
+def _svg_texts(svg: str) -> list[str]:
+    import re
+
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+def test_the_comparisons_views_read_without_stumbling(example):
+    """Each comparison: one heading in words (the cell id once, as a link), charts titled for what they show
+    (not the id again), a ratio axis that says which reading is divided by which, a caption with both CI levels;
+    a half-open claimed region never stretches the axis far past the data; decompositions: one title, an axis
+    with units, CIs' level and beta per unit of the measure."""
+    import re
+
+    folder, results = example
+    html = (folder / "out" / "report.html").read_text(encoding="utf-8")
+    sec = html[html.index('<section id="comparisons"'):]
+    sec = sec[:sec.index("</section>")]
+    blocks = re.findall(r'<div class="block comparison">(.*?)</div>', sec, re.S)
+    comps = [c for c in results["cells"] if c["statistic"] in ("difference", "ratio")]
+    assert len(blocks) == len(comps)
+    for c, b in zip(comps, blocks):
+        assert b.count(c["id"]) == 1, c["id"]  # in the heading's link only
+        titles = re.findall(r"<title>([^<]*)</title>", b)
+        want = (["The two readings and their difference"] if c["statistic"] == "difference"
+                else ["The two readings", "Their ratio"])
+        assert titles == want
+        assert "Readings: 95% CIs" in b and "90% CI" in b
+    s1 = blocks[[c["id"] for c in comps].index("S1/hps:laion/real")]
+    assert "<h3>S1 \u00b7 hps vs laion \u00b7 on real" in s1
+    assert "ratio hps \u00f7 laion (\u00d7)" in _svg_texts(s1)
+    # S4 (ir − hps accuracy > 0): the shaded "> 0" region ends just past the data, not a whole unit beyond
+    s4 = blocks[[c["id"] for c in comps].index("S4/ir:hps/orig")]
+    ticks = [float(t.replace("\u2212", "-")) for t in _svg_texts(s4) if re.fullmatch(r"[\u2212\d.]+", t)]
+    assert max(ticks) <= 1.0, ticks  # accuracies and their difference: the axis stays within [0, 1]
+    decs = re.findall(r'<div class="block decomposition">(.*?)</div>', sec, re.S)
+    assert len(decs) == 2
+    for d in decs:
+        title = re.search(r"<h4>([^<]*)</h4>", d).group(1)
+        assert d.count(title) == 1  # once: the chart has its own title
+        assert re.findall(r"<title>([^<]*)</title>", d) == ["Observed gap and its two parts"]
+        assert "score gap dark \u2212 light (SD units)" in _svg_texts(d)
+        assert "95% CIs." in d and "per degree of ita" in d
+
+
+def test_the_glance_folds_scorer_pairs_under_the_declared_scorers(example):
+    import re
+
+    folder, _ = example
+    html = (folder / "out" / "report.html").read_text(encoding="utf-8")
+    glance = html[html.index('<section id="glance"'):]
+    glance = glance[:glance.index("</section>")]
+    head = re.search(r"<thead>(.*?)</thead>", glance, re.S).group(1)
+    assert re.findall(r'<th scope="col" class="num">([^<]*)</th>', head) == ["laion", "hps", "ir"]
+    assert "over 9 hypotheses and 3 scorers" in glance
+    assert "vs laion" in glance and "vs hps" in glance  # S1 under hps, S4 under ir
+    assert "real vs synthetic" in glance and "wide vs orig" in glance  # two arms compared: not a transfer arrow
+    assert "0.0271\u00d7" in glance  # a ratio as the sentence says it
+    header = html[html.index('<p class="meta">'):]
+    assert "orig: 300 pairs" in header[:header.index("</p>")]
+    assert "real: 120 real images" in header[:header.index("</p>")]
+
+
+def test_display_labels_name_both_sides_of_a_comparison(example, tmp_path):
+    """`label:` on scorers and arms reaches comparison sentences (both scorers, both arms), headings and
+    readings, never the quoted claim."""
+    import re
+
+    from scoreaudit.reports.render import render
+
+    folder, _ = example
+    d = tmp_path / "b"
+    shutil.copytree(folder / "out", d)
+    ir = json.loads((d / "ir.json").read_text())
+    for name, label in (("hps", "HPSv2"), ("laion", "LAION aesthetic"), ("ir", "ImageReward")):
+        ir["scorers"][name]["label"] = label
+    ir["arms"]["real"]["label"] = "real faces"
+    ir["arms"]["synthetic"]["label"] = "synthetic faces"
+    (d / "ir.json").write_text(json.dumps(ir))
+    render(d, formats=["html"])
+    html = (d / "report.html").read_text(encoding="utf-8")
+    hyp = re.search(r'<section id="hypotheses".*?</section>', html, re.S).group(0)
+    assert "On real faces, HPSv2&#39;s fidelity index of light is 0.0271\u00d7 LAION aesthetic&#39;s" in hyp
+    assert "LAION aesthetic&#39;s asymmetry of light on real faces is 0.203\u00d7 that on synthetic faces" in hyp
+    assert "hps&#39;s" not in hyp and "laion&#39;s" not in hyp
+    comp = re.search(r'<section id="comparisons".*?</section>', html, re.S).group(0)
+    assert "S1 \u00b7 HPSv2 vs LAION aesthetic \u00b7 on real faces" in comp
+    assert "ratio HPSv2 \u00f7 LAION aesthetic (\u00d7)" in comp
+    assert "fidelity_index(light) for hps" in comp  # the quoted claim keeps the spec's names
+
+
 def test_plan_lists_the_pairing(example):
     folder, _ = example
     from scoreaudit.compiler.plan import render_plan

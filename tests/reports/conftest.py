@@ -53,3 +53,29 @@ def demo_bundle(tmp_path_factory) -> Path:
     (d / "demo.audit").write_text(text, encoding="utf-8")
     api.run(d / "demo.audit", out=d / "out", progress=False)
     return d / "out"
+
+
+@pytest.fixture(scope="session")
+def comparisons_bundle(tmp_path_factory) -> Path:
+    """examples/comparisons.audit run on the data scripts/make_comparisons_data.py generates, HTML and PDF."""
+    import importlib.util
+    import shutil
+
+    from scoreaudit import api
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("make_comparisons_data", root / "scripts" / "make_comparisons_data.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    d = tmp_path_factory.mktemp("comparisons")
+    gen.build(d / "data")
+    text = (root / "examples" / "comparisons.audit").read_text(encoding="utf-8").replace("bootstrap: 2000", "bootstrap: 400")
+    (d / "comparisons.audit").write_text(text, encoding="utf-8")
+    api.run(d / "comparisons.audit", out=d / "out", progress=False)
+    try:
+        from scoreaudit.reports.render import render
+
+        render(d / "out", formats=["html", "pdf"])
+    except ImportError:
+        pass
+    return d / "out"

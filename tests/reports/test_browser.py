@@ -90,3 +90,23 @@ def test_wide_tables_become_cards_on_a_phone(demo_bundle):
         assert label.strip('"') == "Scorer"
         s = b.open(url, 1280, 900, False)
         assert b.evaluate(s, "getComputedStyle(document.querySelector('#placebo table.stack thead')).display") != "none"
+
+
+def test_comparisons_report_never_scrolls_sideways_and_is_photographed(comparisons_bundle):
+    """Every comparisons view (forest plots, ratio axes, decompositions, the glance with scorer pairs) at
+    1280 and 390 px: no sideways scroll; screenshots of the page and of the comparisons section."""
+    url = (comparisons_bundle / "report.html").resolve().as_uri()
+    with Browser() as b:
+        for name, (w, h, mobile) in VIEWPORTS.items():
+            s = b.open(url, w, h, mobile)
+            assert b.errors(s) == []
+            width = b.evaluate(s, "document.documentElement.scrollWidth")
+            assert width <= w, (name, width, b.evaluate(s, OVERFLOW))
+            b.screenshot(s, artifacts() / f"comparisons-{name}-full.png", full_page=True)
+            # every forest plot is laid out at a legible size (a phone scrolls it inside its own box)
+            sizes = b.evaluate(s, "[...document.querySelectorAll('#comparisons svg.chart')].map("
+                                  "e => e.getBoundingClientRect().width)")
+            assert sizes and min(sizes) >= (500 if mobile else 600)
+            # each comparison's heading links to its sentence
+            assert b.evaluate(s, "[...document.querySelectorAll('#comparisons h3 a')].every("
+                                 "a => document.getElementById(a.getAttribute('href').slice(1)))")

@@ -81,6 +81,8 @@ def test_section_levels_follow_the_data(planted, tmp_path):
             for r in rows:
                 if isinstance(r, dict) and "ci_level" in r:
                     r["ci_level"] = 0.85
+                if isinstance(r, dict) and "ratio_ci_level" in r:  # transfer: rho's own interval
+                    r["ratio_ci_level"] = 0.85
         for r in res["sections"]["uniformity"]:
             r["p_sided"] = "two-sided"
 
@@ -131,3 +133,20 @@ def test_operator_only_audit_is_not_told_no_attribute_is_manipulated(bundles, tm
     verdict = _section(html, "verdict")
     assert "no attribute is manipulated" not in verdict
     assert "light" in verdict  # names the operators it does have
+
+
+def test_transfer_table_shows_the_ratio_the_statistics_compute(planted):
+    """The transfer section shows ρ = target / source with its own interval level and the equivalence p,
+    the numbers results.json holds (no empty difference column)."""
+    from scoreaudit.reports import fmt
+
+    html = (planted / "report.html").read_text(encoding="utf-8")
+    sec = _section(html, "transfer")
+    rows = json.loads((planted / "results.json").read_text(encoding="utf-8"))["sections"]["transfer"]
+    assert rows and "Ratio &rho; [CI], p" in sec and "Difference [CI]" not in sec
+    assert f"margin k = {fmt.plain(rows[0]['margin'])}" in sec
+    assert f"{round(100 * rows[0]['ratio_ci_level'])}% CI" in sec
+    for r in rows:
+        if r.get("ratio") is not None:
+            assert f"{fmt.num(r['ratio'])} {fmt.ci(r['ratio_ci_low'], r['ratio_ci_high'])}" in sec
+            assert f"p {fmt.pval(r['p_equivalence'])}" in sec

@@ -73,9 +73,10 @@ def _pages_to_png(pdf, prefix):
         subprocess.run(["pdftoppm", "-r", "60", "-png", str(pdf), str(artifacts() / prefix)], check=True)
 
 
-@pytest.mark.parametrize("which", ["demo", "skin_tone"])
+@pytest.mark.parametrize("which", ["demo", "skin_tone", "comparisons"])
 def test_pdf_text_stays_inside_the_page_and_no_page_is_mostly_blank(which, request):
-    bundle = request.getfixturevalue("demo_bundle" if which == "demo" else "skin_pdf")
+    bundle = request.getfixturevalue({"demo": "demo_bundle", "skin_tone": "skin_pdf",
+                                      "comparisons": "comparisons_bundle"}[which])
     pdf = bundle / "report.pdf"
     assert pdf.exists()
     _pages_to_png(pdf, f"{which}-pdf-page")

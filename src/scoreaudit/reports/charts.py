@@ -217,7 +217,8 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
     out = [f'<svg class="chart forest" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title or x_label)}" '
            f'font-family="{FONT}" font-size="12">', f"<title>{escape(title or x_label)}</title>"]
     if title:
-        out.append(f'<text x="0" y="16" font-size="14" font-weight="bold" fill="{INK}">{escape(title)}</text>')
+        # 13 units: printed at full width, about the size of the heading above it (never larger)
+        out.append(f'<text x="0" y="16" font-size="13" font-weight="bold" fill="{INK}">{escape(title)}</text>')
     top, bottom = mt, mt + row_h * max(1, len(rows))
     if band is not None:
         b0, b1 = (max(band[0], 10 ** lo) if log else band[0]), band[1]

@@ -273,10 +273,12 @@ class ReportContext:
         return str(decl.get("label") or name)
 
     def arm_text(self, cell: dict) -> str:
-        """A cell's arm (or `source → target` for a cell over two arms), by label."""
+        """A cell's arm, by label: `source → target` for a transfer over two arms, `A vs B` for a comparison
+        of readings on two arms (`difference`/`ratio`: neither is a source)."""
         if cell.get("arm"):
             return self.label("arm", cell["arm"])
-        return " \u2192 ".join(self.label("arm", a) for a in cell.get("arms") or [])
+        join = " vs " if cell.get("statistic") in ("difference", "ratio") else " \u2192 "
+        return join.join(self.label("arm", a) for a in cell.get("arms") or [])
 
     def cells_for(self, statistic: str) -> list[dict]:
         return [c for c in self.results.get("cells") or [] if c.get("statistic") == statistic]

@@ -81,8 +81,7 @@ def render_html(ctx: ReportContext) -> str:
         f"{len(scorers)} scorer{'s' if len(scorers) != 1 else ''} ({', '.join(ctx.label('scorer', x) for x in scorers)})"
         if scorers else "",
         f"{len(arms)} arm{'s' if len(arms) != 1 else ''} ("
-        + ", ".join(f"{ctx.label('arm', n)}: {a.get('kind', '?')}, {fmt.count(a.get('n_images'))} images"
-                    for n, a in arms.items()) + ")"
+        + ", ".join(f"{ctx.label('arm', n)}: {_arm_size(a)}" for n, a in arms.items()) + ")"
         if arms else "",
         f"{len(r.get('cells') or [])} hypothesis cells",
     ) if p)
@@ -90,6 +89,16 @@ def render_html(ctx: ReportContext) -> str:
         title=ctx.title, audit_title=ctx.audit_title, summary_line=summary, sections=sections, omitted=omitted,
         css=_css(), spec_sha256=ctx.spec_sha256, schema_version=r.get("schema_version", "?"),
         tool_version=(r.get("tool") or {}).get("version", "?")))
+
+
+def _arm_size(a: dict) -> str:
+    """`120 real images`, `300 pairs` (a pairs arm's clusters are its pairs; its images are two per pair)."""
+    if a.get("source") == "pairs" and a.get("n_clusters") is not None:
+        n = a.get("n_clusters")
+        return f"{fmt.count(n)} pair{'s' if n != 1 else ''}"
+    n = a.get("n_images")
+    kind = f" {a['kind']}" if a.get("kind") else ""
+    return f"{fmt.count(n)}{kind} image{'s' if n != 1 else ''}"
 
 
 _TABLE = re.compile(r'<div class="table-wrap"><table( class="[^"]*")?>(.*?)</table></div>', re.S)

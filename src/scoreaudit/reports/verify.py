@@ -239,9 +239,13 @@ def _check_pdf(bundle: Path, results: dict) -> list[str]:
     except (subprocess.SubprocessError, OSError) as e:
         return [f"report.pdf: cannot read its text ({e})"]
     text = re.sub(r"\s+", " ", text)
+    from scoreaudit.reports.context import ReportContext
+    from scoreaudit.reports.sections.first_screen import labelled
+
+    ctx = ReportContext.load(bundle)  # the report names scorers and arms by their display labels
     out = []
     for cell in results.get("cells") or []:
-        sentence = re.sub(r"\s+", " ", cell_sentence(cell))
+        sentence = re.sub(r"\s+", " ", labelled(cell_sentence(cell), cell, ctx))
         if sentence not in text:
             out.append(f"report.pdf: does not show the sentence of cell {cell.get('id')}: {sentence[:100]!r}")
             if len(out) >= 5:

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from scoreaudit.reports import charts, fmt
 from scoreaudit.reports.sections import section
+from scoreaudit.reports.sections.first_screen import cell_anchor, labelled
 from scoreaudit.reports.sentences import cell_sentence
 
 
-def _reading_label(r: dict, other: dict) -> str:
-    parts = [r.get("scorer") or "?"]
+TIMES = "\u00d7"
+
+
+def _reading_label(ctx, r: dict, other: dict) -> str:
+    parts = [ctx.label("scorer", r.get("scorer")) or "?"]
     if r.get("statistic") != other.get("statistic") or r.get("params") != other.get("params"):
         parts.append(str(r.get("statistic", "")).replace("_", " "))
     if r.get("arm") != other.get("arm"):
-        parts.append(f"on {r.get('arm')}")
+        parts.append(f"on {ctx.label('arm', r.get('arm'))}")
     if (r.get("where") or []) != (other.get("where") or []):
         parts.append("where " + " and ".join(f"{c} = {v}" for c, v in r.get("where") or []))
     return " \u00b7 ".join(parts)
@@ -53,17 +57,35 @@ def _band(test: dict) -> tuple[float, float] | None:
     return None
 
 
-def _clip(band, rows):
-    """A half-open claimed region drawn to the edge of the data."""
+def _clip(band, rows, ref: float | None = None):
+    """A half-open claimed region drawn a little past the data (never stretching the axis far beyond it)."""
     if band is None:
         return None
     vals = [v for r in rows for v in (r.est, r.lo, r.hi) if v is not None and v == v]
-    lo = band[0] if band[0] != float("-inf") else min(vals + [band[1]]) - 1
-    hi = band[1] if band[1] != float("inf") else max(vals + [band[0]]) + 1
+    vals += [x for x in (*band, ref) if x is not None and x not in (float("inf"), float("-inf"))]
+    if not vals:
+        return None
+    pad = 0.05 * ((max(vals) - min(vals)) or 1.0)
+    lo = band[0] if band[0] != float("-inf") else min(vals) - pad
+    hi = band[1] if band[1] != float("inf") else max(vals) + pad
     return (lo, hi)
 
 
-def _comparison_entry(ctx, c: dict) -> dict:
+def heading(ctx, c: dict) -> str:
+    """What a comparison compares, in words: `S1 · hps vs laion · on real`."""
+    scorers = [ctx.label("scorer", s) for s in str(c.get("scorer") or "").split(":") if s]
+    arms = [ctx.label("arm", a) for a in (c.get("arms") or ([c["arm"]] if c.get("arm") else []))]
+    parts = [str(c.get("hypothesis") or c.get("id") or "")]
+    if scorers:
+        parts.append(" vs ".join(scorers))
+    if arms:
+        parts.append("on " + " vs ".join(arms))
+    return " \u00b7 ".join(p for p in parts if p)
+
+
+def _comparison_entry(ctx, c: dict, anchors: dict) -> dict:
+    from scoreaudit.reports import labels
+
     d = c.get("detail") or {}
     readings = d.get("readings") or []
     kind = c.get("statistic")
@@ -71,31 +93,48 @@ def _comparison_entry(ctx, c: dict) -> dict:
     rows = []
     if len(readings) == 2:
         for i, (r, other) in enumerate(((readings[0], readings[1]), (readings[1], readings[0]))):
-            rows.append(charts.Row(label=_reading_label(r, other), est=r.get("estimate"), lo=r.get("ci_low"),
+            rows.append(charts.Row(label=_reading_label(ctx, r, other), est=r.get("estimate"), lo=r.get("ci_low"),
                                    hi=r.get("ci_high"), index=i,
                                    note=f"{fmt.num(r.get('estimate'))} {fmt.ci(r.get('ci_low'), r.get('ci_high'))}"))
-    comp = charts.Row(label=f"{kind} (claim)", est=c.get("estimate"), lo=c.get("ci_low"), hi=c.get("ci_high"),
-                      index=2, bold=True,
-                      note=f"{fmt.num(c.get('estimate'), signed=kind == 'difference')} "
-                           f"{fmt.ci(c.get('ci_low'), c.get('ci_high'))}")
     level = fmt.num(100 * (d.get("ci_level_readings") or 0.95), 2)
+    cell_level = labels.level_pct(c.get("ci_level") or 1 - 2 * ctx.alpha)
+    first, second = (rows[0].label, rows[1].label) if len(rows) == 2 else ("first", "second")
+    comp = charts.Row(label=kind or "comparison", est=c.get("estimate"), lo=c.get("ci_low"), hi=c.get("ci_high"),
+                      index=2, bold=True,
+                      note=f"{fmt.num(c.get('estimate'), signed=kind == 'difference')}{TIMES if kind == 'ratio' else ''} "
+                           f"{fmt.ci(c.get('ci_low'), c.get('ci_high'))}")
     charts_out = []
     unit = _axis_label(ctx, readings[0]) if readings else ""
+    shaded = _band(test) is not None
     if kind == "difference":
         all_rows = rows + [comp]
-        charts_out.append(charts.forest(all_rows, x_label=unit, ref=0.0,
-                                        band=_clip(_band(test), all_rows), title=f"{c.get('id')}: readings and difference"))
+        charts_out.append(charts.forest(all_rows, x_label=unit, ref=0.0, band=_clip(_band(test), all_rows, 0.0),
+                                        title="The two readings and their difference"))
+        caption = (f"Readings: {level}% CIs; difference ({first} \u2212 {second}): {cell_level} CI, the interval "
+                   "the claim's test reads" + ("; shaded: the claimed region." if shaded else "."))
     else:
         if rows:
-            charts_out.append(charts.forest(rows, x_label=unit, ref=0.0, title=f"{c.get('id')}: readings"))
-        charts_out.append(charts.forest([comp], x_label="ratio", ref=1.0, band=_clip(_band(test), [comp]),
-                                        title=f"{c.get('id')}: ratio"))
-    return {"id": c.get("id"), "sentence": cell_sentence(c), "charts": charts_out, "pairing": d.get("pairing"),
+            charts_out.append(charts.forest(rows, x_label=unit, ref=0.0, title="The two readings"))
+        charts_out.append(charts.forest([comp], x_label=f"ratio {first} \u00f7 {second} (\u00d7)", ref=1.0,
+                                        band=_clip(_band(test), [comp], 1.0), title="Their ratio"))
+        caption = (f"Readings: {level}% CIs; ratio: {cell_level} CI, the interval the claim's test reads; dashed "
+                   "line at 1 (equal readings)" + ("; shaded: the claimed region." if shaded else "."))
+    return {"id": c.get("id"), "heading": heading(ctx, c), "anchor": anchors.get(c.get("id")),
+            "sentence": labelled(cell_sentence(c), c, ctx), "charts": charts_out, "caption": caption,
+            "pairing": d.get("pairing"),
             "test": d.get("test"), "level": level, "claim": c.get("claim_text"),
             "mcnemar": d.get("mcnemar")}
 
 
-def _decomposition_entry(c: dict) -> dict | None:
+def _singular(unit: str) -> str:
+    """`degrees` → `degree`, `CIELAB units` → `CIELAB unit` (after "per")."""
+    head, _, last = unit.rpartition(" ")
+    if last in ("degrees", "units"):
+        last = last[:-1]
+    return f"{head} {last}".strip()
+
+
+def _decomposition_entry(ctx, c: dict) -> dict | None:
     d = c.get("detail") or {}
     if "observed" not in d:
         return None
@@ -105,10 +144,18 @@ def _decomposition_entry(c: dict) -> dict | None:
         rows.append(charts.Row(label={"observed": "observed gap", "attribute": "attribute part",
                                       "confound": "confound part"}[part], est=d.get(part), lo=lo, hi=hi, index=i,
                                bold=part == "observed", note=f"{fmt.signed(d.get(part))} {fmt.ci(lo, hi)}"))
-    title = f"{c.get('scorer')} on {c.get('arm')}: {d.get('by')} {d.get('a')} \u2212 {d.get('b')} via {d.get('measure')}"
-    return {"id": c.get("id"), "sentence": cell_sentence(c), "title": title,
-            "chart": charts.forest(rows, x_label="score gap", ref=0.0, title=title),
+    scorer, arm = ctx.label("scorer", c.get("scorer")), ctx.label("arm", c.get("arm"))
+    title = f"{scorer} on {arm}: {d.get('by')} {d.get('a')} \u2212 {d.get('b')}, via {d.get('measure')}"
+    units = "SD units" if ctx.scale == "sd" else "raw score units"
+    level = fmt.num(100 * (d.get("ci_level") or 0.95), 2)
+    munit = ctx.measures_unit(d.get("measure"))
+    per = (f"per {_singular(munit)} of {d.get('measure')}" if munit and munit != d.get("measure")
+           else f"per unit of {d.get('measure')}")
+    return {"id": c.get("id"), "sentence": labelled(cell_sentence(c), c, ctx), "title": title, "level": level,
+            "chart": charts.forest(rows, x_label=f"score gap {d.get('a')} \u2212 {d.get('b')} ({units})", ref=0.0,
+                                   title="Observed gap and its two parts"),
             "beta": fmt.signed(d.get("beta")), "mgap": fmt.signed(d.get("measure_gap")), "measure": d.get("measure"),
+            "per": per, "munit": munit if munit != d.get("measure") else "",
             "share_attribute": fmt.pct(d.get("share_attribute")), "share_confound": fmt.pct(d.get("share_confound"))}
 
 
@@ -119,10 +166,12 @@ def comparisons(ctx) -> dict | None:
     decomps = [c for c in every if c.get("statistic") in ("decompose", "share")]
     if not cells and not decomps:
         return None
-    entries = [_comparison_entry(ctx, c) for c in cells]
+
+    anchors = {c.get("id"): cell_anchor(i) for i, c in enumerate(every)}
+    entries = [_comparison_entry(ctx, c, anchors) for c in cells]
     seen, parts = set(), []
     for c in decomps:  # `share` cells of one decomposition show it once
-        e = _decomposition_entry(c)
+        e = _decomposition_entry(ctx, c)
         key = (c.get("scorer"), c.get("arm"), e and e["title"])
         if e is not None and key not in seen:
             seen.add(key)

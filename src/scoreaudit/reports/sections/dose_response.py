@@ -108,9 +108,10 @@ def placebo(ctx) -> dict | None:
                       "undefined": r.get("undefined") or ""})
     positive = all((r.est is None or r.est > 0) and (r.lo is None or r.lo > 0) for r in chart_rows)
     chart = charts.forest(chart_rows, x_label="placebo ratio R = FI(operator) / FI(placebo) (unitless)", ref=1.0, band=band,
-                          log=positive, title="Placebo ratios")
+                          log=positive, title="R per scorer and arm")
     level = labels.level_pct(labels.section_level(ctx, rows))
-    return {"chart": chart, "rows": table, "level": level, "band": band and f"[{fmt.plain(band[0])}, {fmt.plain(band[1])}]"}
+    return {"chart": chart, "rows": table, "level": level, "band": band and f"[{fmt.plain(band[0])}, {fmt.plain(band[1])}]",
+            "placebo_ci": any(t["fi_pl_ci"] != fmt.UNDEFINED for t in table)}
 
 
 @section("uniformity", order=100, title="Operator uniformity")

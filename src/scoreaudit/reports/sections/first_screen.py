@@ -97,22 +97,29 @@ def verdict(ctx) -> dict:
 
 
 OUTCOMES = ("supported", "refuted", "inconclusive")
+COMPARISONS = ("difference", "ratio")  # statistics that compare two readings (their arms read "A vs B")
 CORRECTION_WORDS = {"bh": "false discovery rate (Benjamini\u2013Hochberg)", "by": "false discovery rate (Benjamini\u2013Yekutieli)",
                     "holm": "familywise error rate (Holm)", "bonferroni": "familywise error rate (Bonferroni)",
                     "none": "no multiplicity correction"}
 
 
 def labelled(sentence: str, cell: dict, ctx) -> str:
-    """The cell's sentence with the spec's display labels for its scorer and arm(s), where it names them."""
-    scorer, label = cell.get("scorer"), ctx.label("scorer", cell.get("scorer"))
-    if scorer and label != scorer:
-        sentence = sentence.replace(f" {scorer}'s ", f" {label}'s ", 1)
+    """The cell's sentence with the spec's display labels for its scorer(s) and arm(s), where it names them.
+
+    Only the sentence's own words change, never the claim it quotes (`(claim: ...)` keeps the spec's names);
+    a comparison's two scorers (`hps:laion`) and two arms are each labelled.
+    """
+    head, sep, tail = sentence.partition(" (claim: ")
+    for scorer in scorer_parts(cell):
+        label = ctx.label("scorer", scorer)
+        if label != scorer:
+            head = re.sub(rf"(?<![\w.]){re.escape(scorer)}'s(?=\s)", lambda m: f"{label}'s", head)
     for arm in cell.get("arms") or ([cell["arm"]] if cell.get("arm") else []):
         alabel = ctx.label("arm", arm)
         if alabel != arm:
-            for before in (f"On {arm}, ", f"From {arm} ", f"to {arm}, ", f"Across {arm} "):
-                sentence = sentence.replace(before, before.replace(arm, alabel), 1)
-    return sentence
+            head = re.sub(rf"\b(On|on|From|to|Across) {re.escape(arm)}(?=[\s,.:;)])",
+                          lambda m: f"{m.group(1)} {alabel}", head)
+    return head + sep + tail
 
 
 def cell_anchor(index: int) -> str:
@@ -129,10 +136,16 @@ def _hypothesis_order(ctx) -> list[str]:
     return order
 
 
+def scorer_parts(cell: dict) -> list[str]:
+    """The scorer(s) of a cell: one, or two for a comparison of two scorers' readings (`hps:laion`)."""
+    return [s for s in str(cell.get("scorer") or "").split(":") if s]
+
+
 def _scorer_order(ctx) -> list[str]:
+    """The scorers the cells use (a comparison's two count as themselves), in declaration order."""
     cells = ctx.results.get("cells") or []
     declared = list(ctx.ir.get("scorers") or (ctx.results.get("environment") or {}).get("scorers") or {})
-    used = list(dict.fromkeys(c.get("scorer") for c in cells))
+    used = list(dict.fromkeys(p for c in cells for p in scorer_parts(c)))
     return [s for s in declared if s in used] + [s for s in used if s not in declared]
 
 
@@ -211,23 +224,29 @@ def glance(ctx) -> dict | None:
         wheres = list(dict.fromkeys(ctx.arm_text(c) for c in hc))
         for where in wheres:
             entries = []
-            for s in scorers:
-                mine = [c for c in hc if c.get("scorer") == s and ctx.arm_text(c) == where]
-                entries.append([_glance_entry(c, index[id(c)]) for c in mine])
+            for s in scorers:  # a comparison of two scorers sits under the first, "vs" the second
+                mine = [c for c in hc if (scorer_parts(c) or [None])[0] == s and ctx.arm_text(c) == where]
+                entries.append([_glance_entry(c, index[id(c)], ctx) for c in mine])
             rows.append({"hypothesis": h, "title": ctx.hypothesis_titles.get(h, ""), "where": where,
                          "first": where == wheres[0], "span": len(wheres), "entries": entries})
     return {"scorers": [ctx.label("scorer", s) for s in scorers], "rows": rows, "summary": summary(ctx),
+            "comparisons": any(c.get("statistic") in COMPARISONS for c in cells),
             "legend": legend(ctx), "level": labels.level_pct(1 - 2 * ctx.alpha),
             "note": labels.interval_note(ctx.alpha)}
 
 
-def _glance_entry(c: dict, i: int) -> dict:
+def _glance_entry(c: dict, i: int, ctx) -> dict:
     outcome = c.get("outcome") or "inconclusive"
-    number = fmt.signed if signed(c.get("statistic") or "") else fmt.num
+    statistic = c.get("statistic") or ""
+    number = fmt.signed if signed(statistic) else fmt.num
     est = c.get("estimate")
+    text = (c.get("detail") or {}).get("class") or fmt.UNDEFINED if est is None else number(est)
+    if est is not None and statistic == "ratio":
+        text = fmt.num(est) + "\u00d7"  # as the sentence says it: 0.027×
+    parts = scorer_parts(c)
     return {"anchor": cell_anchor(i), "outcome": outcome, "icon": OUTCOME_ICON.get(outcome, "?"),
-            "estimate": (c.get("detail") or {}).get("class") or fmt.UNDEFINED if est is None else number(est),
-            "title": f"{outcome}: {c.get('claim_text') or c.get('statistic', '')}"}
+            "estimate": text, "versus": " vs ".join(ctx.label("scorer", p) for p in parts[1:]),
+            "title": f"{outcome}: {c.get('claim_text') or statistic}"}
 
 
 @section("hypotheses", order=30, title="Hypotheses and outcomes", first_screen=True)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
+from scoreaudit.reports.sentences import stat_name
 
 TRANSFER_MEANING = {
-    "consistent": "both significant, same sign, not attenuated",
-    "attenuation": "same sign, both significant, real effect significantly smaller",
+    "consistent": "both significant, same sign, ratio's interval includes 1",
+    "attenuation": "both significant, same sign, the real effect is smaller (ratio's interval below 1)",
+    "amplification": "both significant, same sign, the real effect is larger (ratio's interval above 1)",
     "reversal": "both significant, opposite signs",
     "collapse": "significant on the synthetic arm only",
     "emergence": "significant on the real arm only",
@@ -30,8 +32,15 @@ def transfer(ctx) -> dict | None:
             "src_q": fmt.pval(r.get("source_q")), "tgt": fmt.signed(r.get("target_estimate")),
             "tgt_ci": fmt.ci(r.get("target_ci_low"), r.get("target_ci_high")), "tgt_q": fmt.pval(r.get("target_q")),
             "diff": fmt.signed(r.get("difference")), "diff_ci": fmt.ci(r.get("difference_ci_low"), r.get("difference_ci_high")),
-            "diff_p": fmt.pval(r.get("difference_p")), "cls": cls, "meaning": TRANSFER_MEANING.get(cls, "")})
+            "diff_p": fmt.pval(r.get("difference_p")),
+            # the statistics' transfer reading: ρ = target / source (centred on the null), equivalence within [1/k, k]
+            "ratio": fmt.num(r.get("ratio")), "ratio_ci": fmt.ci(r.get("ratio_ci_low"), r.get("ratio_ci_high")),
+            "ratio_p": fmt.pval(r.get("p_equivalence")), "margin": fmt.plain(r.get("margin")),
+            "cls": cls, "meaning": TRANSFER_MEANING.get(cls, "")})
+    ratio = any(r.get("ratio") is not None or r.get("ratio_ci_low") is not None for r in rows)
     return {"rows": out, "classes": TRANSFER_MEANING, "level": labels.ci(labels.section_level(ctx, rows)),
+            "ratio": ratio, "ratio_level": labels.ci(rows[0].get("ratio_ci_level") or 1 - 2 * ctx.alpha),
+            "margin": fmt.plain(rows[0].get("margin")),
             "diff_p": labels.sided(rows[0].get("difference_p_sided"), "greater"),
             "arm_p": labels.sided(rows[0].get("p_sided"), "two-sided")}
 
@@ -53,10 +62,13 @@ def strata(ctx) -> dict | None:
                                      note=f"{fmt.signed(pooled.get('estimate'))} {fmt.ci(pooled.get('ci_low'), pooled.get('ci_high'))}"))
         lc = r.get("largest_contrast")
         out.append({
-            "title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: {r.get('statistic')} by {r.get('by')}",
-            "test": {"kruskal": "Kruskal\u2013Wallis", "anova": "one-way ANOVA"}.get(r.get("test"), r.get("test")),
+            "title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: "
+                     f"{stat_name(str(r.get('statistic') or ''))} by {r.get('by')}",
+            "test": {"kruskal": "Kruskal\u2013Wallis", "anova": "one-way ANOVA",
+                     "friedman": "Friedman"}.get(r.get("test"), r.get("test")),
             "stat": fmt.num(r.get("omnibus_statistic")), "p": fmt.pval(r.get("p")), "q": fmt.pval(r.get("q")),
-            "chart": charts.forest(chart_rows, x_label=f"{r.get('statistic')} ({ctx.scale} units)",
+            "chart": charts.forest(chart_rows, x_label=f"{stat_name(str(r.get('statistic') or ''))} "
+                                                       f"({'SD units' if ctx.scale == 'sd' else 'raw score units'})",
                                    ref=pooled.get("estimate"),
                                    title=f"Strata of {r.get('by')} ({labels.ci(labels.section_level(ctx, [r]))})"),
             "contrast": lc and {"a": lc.get("a"), "b": lc.get("b"), "diff": fmt.signed(lc.get("difference")),
