@@ -110,3 +110,32 @@ def test_comparisons_report_never_scrolls_sideways_and_is_photographed(compariso
             # each comparison's heading links to its sentence
             assert b.evaluate(s, "[...document.querySelectorAll('#comparisons h3 a')].every("
                                  "a => document.getElementById(a.getAttribute('href').slice(1)))")
+
+
+def test_deviation_box_with_long_texts_fits_a_phone(tmp_path):
+    """A real lock's deviation (long canonical hypothesis text, a 64-hex sha256, the attestation) on a phone:
+    no sideways scroll (the table turns into cards, long words wrap)."""
+    import json
+
+    from fixture_bundle import BUILDERS
+    from scoreaudit.reports.render import render
+
+    d = BUILDERS["skin_tone"](tmp_path / "b")
+    res = json.loads((d / "results.json").read_text())
+    long_h = '"Scorers prefer the unaltered image(inverted U)" { fidelity_index(light)>0 on real,synthetic for each scorer }'
+    res["lock"] = {"status": "deviation", "locked_at": "2026-12-01T03:43:51Z", "first_score_at": "2026-12-01T04:00:00Z",
+                   "lock_sha256": "215b46eb80b62b681b6140a69bd25163f157f65a0acca40f608986f7f0fbb7ca",
+                   "attestation": "A lock is self-attested: its time comes from the clock of the machine that wrote it.",
+                   "detail": "The audit that ran differs from the lock: hypothesis H1 (changed), setting alpha (changed).",
+                   "deviations": [{"item": "hypothesis H1", "hypothesis": "H1", "change": "changed", "locked": long_h,
+                                   "current": long_h.replace(">0 ", ">0.01 ")},
+                                  {"item": "setting alpha", "hypothesis": "setting alpha", "change": "changed",
+                                   "locked": "0.05", "current": "0.1"}]}
+    (d / "results.json").write_text(json.dumps(res))
+    render(d, formats=["html"])
+    with Browser() as b:
+        for name, (w, h, mobile) in VIEWPORTS.items():
+            s = b.open((d / "report.html").resolve().as_uri(), w, h, mobile)
+            width = b.evaluate(s, "document.documentElement.scrollWidth")
+            assert width <= w, (name, width, b.evaluate(s, OVERFLOW))
+            b.screenshot(s, artifacts() / f"deviation-{name}.png")

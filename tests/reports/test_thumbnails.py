@@ -47,6 +47,19 @@ def test_region_outline_is_drawn():
     assert np.abs(edge - OUTLINE).sum() < 120 and np.abs(small[40, 40] - 120).sum() < 30
 
 
+def test_a_tiny_image_is_enlarged_so_its_outline_stays_thin():
+    """A 24 px image shown at ~100 px: enlarged by a whole factor (square pixels) before the outline is
+    drawn, so the outline covers a thin line, not most of the picture."""
+    image = np.full((24, 24, 3), 120, np.uint8)
+    mask = np.zeros((24, 24), bool)
+    mask[6:18, 6:18] = True
+    small = np.asarray(_img(thumbnail(image, mask, size=160, quality=95)), int)
+    assert small.shape[:2] == (144, 144)  # 6 x 24
+    magenta = (np.abs(small - OUTLINE).sum(axis=2) < 150).mean()
+    assert 0.02 < magenta < 0.15, magenta  # a 2 px line around a 72 px square, not the whole picture
+    assert np.abs(small[72, 72] - 120).sum() < 30  # the inside is the image
+
+
 def test_report_embeds_the_strip_and_rerenders_without_images(demo_bundle, tmp_path):
     d = tmp_path / "b"
     shutil.copytree(demo_bundle, d)

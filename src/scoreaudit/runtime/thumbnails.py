@@ -43,9 +43,15 @@ def thumbnail(image: np.ndarray, mask: np.ndarray | None, size: int = 160, quali
     from PIL import Image
 
     img = Image.fromarray(np.ascontiguousarray(image[..., :3]))
-    scale = min(1.0, size / max(img.size))
-    w, h = max(1, round(img.width * scale)), max(1, round(img.height * scale))
-    small = np.array(img.resize((w, h), Image.Resampling.LANCZOS))
+    scale = size / max(img.size)
+    if scale >= 2:  # a tiny image: enlarge by a whole factor (pixels stay square) so the outline stays thin
+        k = int(scale)
+        w, h = img.width * k, img.height * k
+        small = np.array(img.resize((w, h), Image.Resampling.NEAREST))
+    else:
+        scale = min(1.0, scale)
+        w, h = max(1, round(img.width * scale)), max(1, round(img.height * scale))
+        small = np.array(img.resize((w, h), Image.Resampling.LANCZOS))
     if mask is not None and np.any(mask) and not np.all(mask):
         m = np.array(Image.fromarray(np.asarray(mask, dtype=np.uint8) * 255).resize((w, h), Image.Resampling.NEAREST)) > 127
         small[_outline(m)] = OUTLINE
