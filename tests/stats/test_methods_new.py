@@ -103,8 +103,10 @@ def test_homogeneity_crossed_strata_use_friedman_and_margin_supports(skin_ir):
     img = ctx.tables["images"].query("arm == 'real'").set_index("image_id").reindex(wide.index)
     table = pd.DataFrame({"fi": fi, "c": img["cluster"].to_numpy(), "r": img["race"].to_numpy()})
     M = table.pivot_table(index="c", columns="r", values="fi")
-    assert est.p_fixed == pytest.approx(stats.friedmanchisquare(*M.to_numpy().T).pvalue, abs=1e-8)
+    assert d["omnibus_p"] == pytest.approx(stats.friedmanchisquare(*M.to_numpy().T).pvalue, abs=1e-8)
     assert len(d["pairs"]) == 3 and all("inside_margin" in p for p in d["pairs"])
+    # with a margin the cell's p is the intersection–union p of the pairwise equivalence tests
+    assert est.p_fixed == pytest.approx(max(p["p_equivalence"] for p in d["pairs"]), abs=1e-12)
     assert d["margin"] == 0.1
 
 

@@ -78,17 +78,26 @@ def test_fi_asymmetry_and_tests_match_hand_computation(small, arm):
     manual = np.array([cm["fi"].to_numpy()[row].mean() for row in idx])
     np.testing.assert_allclose(fi.boot, manual, atol=1e-12)
     pct = replace(fi, method="bootstrap", ci="percentile")
-    assert pct.interval(0.95) == pytest.approx(tuple(np.quantile(manual, [0.025, 0.975])), abs=1e-12)
+    # the expanded percentile interval: quantile levels Φ(sqrt(C/(C − 1))·t_{C−1}(q)) (Hesterberg)
+    levels = stats.norm.cdf(np.sqrt(C / (C - 1)) * stats.t.ppf([0.025, 0.975], C - 1))
+    assert pct.interval(0.95) == pytest.approx(tuple(np.quantile(manual, levels)), abs=1e-12)
+    # its p inverts the same interval: F = (1 + #{θ*_b ≤ t})/(B + 1) mapped back to the nominal level
+    for t in (0.0, float(np.quantile(manual, 0.1))):
+        F = (1 + np.sum(manual <= t)) / (len(manual) + 1)
+        expect = stats.t.cdf(stats.norm.ppf(F) / np.sqrt(C / (C - 1)), C - 1)
+        assert pct.p_greater(t) == pytest.approx(max(expect, 1 / (len(manual) + 1)), abs=1e-12)
 
 
 def _hand_bca(theta, boot, jack, level):
-    """Efron & Tibshirani (1993, ch. 14) BCa limits from replicates and jackknife values."""
+    """Efron & Tibshirani (1993, ch. 14) BCa limits from replicates and jackknife values, with the nominal
+    normal quantile replaced by the expanded one sqrt(G/(G − 1))·t_{G−1}(q) (Hesterberg), G = len(jack)."""
+    G = len(jack)
     z0 = stats.norm.ppf(np.mean(boot < theta) + 0.5 * np.mean(boot == theta))
     d = jack.mean() - jack
     acc = (d ** 3).sum() / (6 * ((d ** 2).sum()) ** 1.5)
     out = []
     for q in ((1 - level) / 2, (1 + level) / 2):
-        z = stats.norm.ppf(q)
+        z = np.sqrt(G / (G - 1)) * stats.t.ppf(q, G - 1)
         out.append(np.quantile(boot, stats.norm.cdf(z0 + (z0 + z) / (1 - acc * (z0 + z)))))
     return tuple(out)
 
@@ -131,7 +140,7 @@ def test_bca_p_inverts_the_bca_bound():
         assert (e.p_greater(t) <= 0.05) == (t < lo - 1e-9) or abs(t - lo) < 2e-3
         assert (e.p_less(t) <= 0.05) == (t > hi + 1e-9) or abs(t - hi) < 2e-3
     st = Estimate(0.2, "bootstrap", boot=boot, jack=jack, ci="studentized", detail={"n_clusters": 30})
-    se = np.std(boot, ddof=1)
+    se = np.std(boot, ddof=1) * np.sqrt(30 / 29)  # the bootstrap SD made unbiased for G = 30 clusters
     assert st.interval(0.9) == pytest.approx((0.2 - stats.t.ppf(0.95, 29) * se, 0.2 + stats.t.ppf(0.95, 29) * se))
     assert st.p_greater(0.0) == pytest.approx(stats.t.sf(0.2 / se, 29))
 
@@ -150,7 +159,14 @@ def test_curve_matches_hand_computation(small):
     np.testing.assert_allclose(got["mean"].to_numpy(), expect.to_numpy(), atol=1e-12)
 
 
-def test_fe_regression_matches_statsmodels_with_dummies():
+def _within(v, codes):
+    """Demean v (rows) within `codes` by pandas, independently of the implementation."""
+    return (pd.DataFrame(v).groupby(codes).transform(lambda c: c - c.mean())).to_numpy()
+
+
+def test_fe_regression_matches_statsmodels_on_within_data():
+    """Images nested in clusters: coefficients = OLS with dummies; SEs = statsmodels' clustered OLS on the
+    within-transformed data (absorbed image effects not counted in K, as Stata's xtreg fe)."""
     rng = np.random.default_rng(0)
     n_img, per, G = 40, 6, 13
     img = np.repeat(np.arange(n_img), per)
@@ -159,9 +175,20 @@ def test_fe_regression_matches_statsmodels_with_dummies():
     y = 0.7 * X[:, 0] - 0.3 * X[:, 1] + rng.normal(size=n_img)[img] + rng.normal(size=len(img))
     r = fe_ols_cluster(y, X, img, grp)
     D = (img[:, None] == np.arange(n_img)[None, :]).astype(float)
-    fit = sm.OLS(y, np.column_stack([X, D])).fit(cov_type="cluster", cov_kwds={"groups": grp}, use_t=True)
-    np.testing.assert_allclose(r.params, fit.params[:2], atol=1e-8)
-    np.testing.assert_allclose(r.bse, fit.bse[:2], atol=1e-8)
+    dummies = sm.OLS(y, np.column_stack([X, D])).fit(cov_type="cluster", cov_kwds={"groups": grp}, use_t=True)
+    np.testing.assert_allclose(r.params, dummies.params[:2], atol=1e-8)
+    fit = sm.OLS(_within(y, img)[:, 0], _within(X, img)).fit(cov_type="cluster", cov_kwds={"groups": grp},
+                                                           use_t=True)
+    np.testing.assert_allclose(r.params, fit.params, atol=1e-8)
+    np.testing.assert_allclose(r.bse, fit.bse, atol=1e-8)
+    # the dummies convention differs only by the K of the small-sample factor
+    N = len(y)
+    np.testing.assert_allclose(r.bse * np.sqrt((N - 2) / (N - 2 - n_img)), dummies.bse[:2], atol=1e-8)
+    # fixed effects not nested in the clusters count in K (statsmodels with dummies)
+    grp2 = np.arange(len(img)) % G
+    r2 = fe_ols_cluster(y, X, img, grp2)
+    d2 = sm.OLS(y, np.column_stack([X, D])).fit(cov_type="cluster", cov_kwds={"groups": grp2}, use_t=True)
+    np.testing.assert_allclose(r2.bse, d2.bse[:2], atol=1e-8)
     from scoreaudit.stats.estimate import Estimate
 
     e = Estimate(float(r.params[0]), "normal", se=float(r.bse[0]), df=G - 1)
@@ -190,10 +217,14 @@ def test_attribute_effect_cell_matches_statsmodels(body_ir):
     df["dw"] = df.w - base.loc[df.image_id, "w"].to_numpy()
     clusters = tables["images"].set_index("image_id")["cluster"]
     dummies = pd.get_dummies(df.image_id).astype(float)
+    groups = pd.factorize(clusters.loc[df.image_id])[0]
     fit = sm.OLS(df.y.to_numpy(), np.column_stack([df[["dw", "c"]].to_numpy(), dummies.to_numpy()])).fit(
-        cov_type="cluster", cov_kwds={"groups": pd.factorize(clusters.loc[df.image_id])[0]})
+        cov_type="cluster", cov_kwds={"groups": groups})
     assert est.estimate == pytest.approx(fit.params[0], abs=1e-8)
-    assert est.se == pytest.approx(fit.bse[0], abs=1e-8)
+    within = sm.OLS(_within(df[["y"]].to_numpy(), df.image_id.to_numpy())[:, 0],
+                    _within(df[["dw", "c"]].to_numpy(), df.image_id.to_numpy())).fit(
+        cov_type="cluster", cov_kwds={"groups": groups})
+    assert est.se == pytest.approx(within.bse[0], abs=1e-8)
     assert sd_est.estimate == pytest.approx(fit.params[0] / sd, abs=1e-8) and sd_est.method == "bootstrap"
     # replicate 0 by weighted least squares with the drawn clusters' counts, divided by the replicate's SD
     W = StatContext(body_ir, tables).arm("bodies").W[0]
@@ -262,9 +293,15 @@ def test_homogeneity_omnibus_matches_scipy_kruskal_and_anova(small, skin_ir):
     race = tables["images"].query("arm == 'real'").set_index("cluster")["race"]
     groups = [cm["fi"][race.reindex(cm.index) == lv].to_numpy() for lv in ("A", "B")]
     assert est.detail["design"] == "nested" and est.detail["test"] == "kruskal"  # chosen from the design
-    assert est.p_fixed == pytest.approx(stats.kruskal(*groups).pvalue, abs=1e-8)
+    assert est.detail["omnibus_p"] == pytest.approx(stats.kruskal(*groups).pvalue, abs=1e-8)
     anova = cell.statistic.model_copy(update={"params": {**cell.statistic.params, "test": "anova"}})
-    assert ctx.evaluate(anova, "real", "hps").p_fixed == pytest.approx(stats.f_oneway(*groups).pvalue, abs=1e-8)
+    assert ctx.evaluate(anova, "real", "hps").detail["omnibus_p"] == pytest.approx(stats.f_oneway(*groups).pvalue,
+                                                                                  abs=1e-8)
+    # with a margin the cell's p is the intersection–union p of the pairwise equivalence tests
+    if est.detail["margin"]:
+        assert est.p_fixed == pytest.approx(max(r["p_equivalence"] for r in est.detail["pairs"]), abs=1e-12)
+    else:
+        assert est.p_fixed == est.detail["omnibus_p"]
     lc = est.detail["largest_contrast"]
     by = {s["stratum"]: s["estimate"] for s in est.detail["strata"]}
     assert lc["difference"] == pytest.approx(by[lc["a"]] - by[lc["b"]], abs=1e-12)

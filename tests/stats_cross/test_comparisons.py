@@ -327,3 +327,61 @@ def test_stratum_gap_in_sd_units_recomputes_the_sd_per_replicate():
     ref = (s0["score"][dark].mean() - s0["score"][~dark].mean()) / s0["score"].std(ddof=1)
     assert gap.estimate == pytest.approx(ref, abs=1e-10)
     assert gap.detail["crossed"] is False
+
+
+def test_cross_arm_paired_views_redraw_the_sd_jointly_with_their_own_counts():
+    """scale: sd, two arms over the same ids: replicate b of a reading = (mean of the clusters the joint draw
+    picked) / (SD of the whole arm's images under the same draw), by hand from the union count matrix."""
+    from scoreaudit.stats.bootstrap import arm_rng, count_matrix
+
+    t = _dose_tables(n_clusters=30, per=2)
+    syn = t["images"].assign(arm="syn")
+    t = {"images": pd.concat([t["images"], syn], ignore_index=True),
+         "scores": pd.concat([t["scores"], t["scores"].assign(arm="syn")], ignore_index=True)}
+    ir = _ir(scale="sd", n_boot=300)
+    ctx = StatContext(ir, t)
+    ra = ReadingIR(statistic=FI, arm="real", scorer="s1", where=(("race", "A"),))
+    rb = ReadingIR(statistic=FI, arm="syn", scorer="s2")
+    va, vb, pairing = comparisons.pair_views(ctx, ra, rb)
+    assert pairing.paired and va.name == "real" and vb.name == "syn"
+    A = comparisons.read(ctx, ra, va)
+    # by hand: per-cluster raw FI means of the race-A clusters, the whole real arm's original scores per cluster
+    s = t["scores"].query("arm == 'real' and scorer == 's1'")
+    w = s[s.operator == "light"].pivot(index="image_id", columns="dose", values="score")
+    d = w.sub(w[0.0], axis=0)
+    fi = -(((d[5.0] + d[-5.0]) / 2 + (d[10.0] + d[-10.0]) / 2) / 2)
+    img = t["images"].query("arm == 'real'").set_index("image_id")
+    clusters = sorted(img["cluster"].unique())
+    union = sorted(set(clusters))  # the syn arm holds the same clusters
+    W = count_matrix(arm_rng(ir.settings.seed, "pairing", "real", "syn"), 300, len(union))
+    cm = fi.groupby(img["cluster"].reindex(fi.index)).mean()
+    orig = s[s.operator == ORIGINAL].set_index("image_id")["score"]
+    by_cluster = {c: orig[img.index[img["cluster"] == c]].to_numpy() for c in clusters}
+    a_clusters = sorted(img.loc[img["race"] == "A", "cluster"].unique())
+    for b in (0, 7, 123):
+        counts = dict(zip(union, W[b]))
+        num = sum(counts[c] * cm[c] for c in a_clusters) / sum(counts[c] for c in a_clusters)
+        drawn = np.concatenate([np.tile(by_cluster[c], int(counts[c])) for c in clusters])
+        assert A.boot[b] == pytest.approx(num / np.std(drawn, ddof=1), abs=1e-10)
+    # the SD replicates are the joint draw's, not the real arm's own matrix
+    own = ctx.sd_weighted("real", "s1", ctx.arm("real").W)
+    joint = ctx.sd_weighted("real", "s1", va.sd_W)
+    assert not np.allclose(own, joint)
+
+
+def test_mean_gap_readings_redraw_the_pooled_sd_with_the_pairs_draw():
+    """scale: sd: a mean_gap reading's replicate = weighted mean difference / pooled SD of both sides, one draw."""
+    t = _pairs_tables(n=60)
+    ir = _ir(scale="sd", n_boot=200)
+    ctx = StatContext(ir, t)
+    MG = _call("mean_gap", prompt=None)
+    r = ReadingIR(statistic=MG, arm="wide", scorer="s1")
+    view = ctx.arm("wide")
+    got = comparisons.read(ctx, r, view)
+    pt = comparisons.pair_table(ctx, view, "s1")
+    for b in (0, 5, 199):
+        wts = view.W[b][pt["cidx"].to_numpy()]
+        diff = np.sum(wts * (pt["preferred"] - pt["other"])) / wts.sum()
+        both = np.concatenate([np.repeat(pt["preferred"].to_numpy(), wts.astype(int)),
+                               np.repeat(pt["other"].to_numpy(), wts.astype(int))])
+        assert got.boot[b] == pytest.approx(diff / np.std(both, ddof=1), abs=1e-10)

@@ -561,6 +561,9 @@ def selections_pass(module: ast.Module, st: State) -> None:
         st.selections[name] = ir.SelectionIR(name=name, n=int(d.n.value), measure=measure, operator=operator)
 
 
+from scoreaudit.compiler.clusters import few_clusters_pass  # noqa: E402  (W0421 once the cells exist)
+
+
 def hypotheses_pass(module: ast.Module, st: State) -> None:
     for d in _first(module, st, ast.HypothesisDecl):
         h = lower_hypothesis(d, st)
@@ -603,5 +606,6 @@ PASSES = (
     selections_pass,
     probes_pass,
     hypotheses_pass,
+    few_clusters_pass,
     report_pass,
 )

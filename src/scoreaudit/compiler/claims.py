@@ -82,6 +82,13 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
     if sink.error_count() > before or any(x is None for x in lows) or test is None:
         return None
     la, lb = lows
+    if comp.kind == "ratio" and test.kind in ("greater", "less") and test.threshold == 0:
+        # null values of the forms: difference 0, ratio 1 (a claim against 0 is E0424's mistake for ratios)
+        sink.emit("E0426", claim.expr.right, f"`ratio(...)` has null value 1, so `{text(claim.expr)}` tests it "
+                  "against 0, which only says whether the two readings share a sign",
+                  f"compare with 1, e.g. `{text(claim.expr.left)} {claim.expr.op} 1`, or bound its size with "
+                  "`abs(...) <`")
+        return None
 
     # units: a difference needs one unit; a ratio is unit-free but may be negative
     scale = st.settings.scale if st.settings is not None else "sd"

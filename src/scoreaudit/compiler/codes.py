@@ -256,6 +256,12 @@ CATALOGUE: tuple[Code, ...] = (
          "trivially true or meaningless for a statistic whose null value is not 0 (e.g. an accuracy is never "
          "below 0).", "Compare with the statistic's null value (`pairwise_accuracy() > 0.5`), or use "
          "`within [a, b]`.", 'hypothesis W1 "t" {\n  pairwise_accuracy() > 0 on wide for each scorer\n}\n'),
+    Code("E0426", "ratio compared with 0", "A `ratio(a, b)` has null value 1 (the two readings are equal), so "
+         "`ratio(a, b) > 0` or `< 0` tests it against the wrong value: above 0 only says the two readings share a "
+         "sign, which is not what a comparison of sizes claims.",
+         "Compare with 1 (`ratio(a, b) > 1`: a exceeds b), bound its size (`abs(ratio(a, b)) < 0.5`), or, to "
+         "claim both readings have one sign, test each reading (`θ > 0` on both).",
+         'hypothesis S1 "t" {\n  ratio(fidelity_index(light) for pick, fidelity_index(light) for laion) > 0 on real\n}\n'),
     Code("E0425", "transfer of a statistic without a null value", "`transfers(θ)` forms the ratio of the two arms' "
          "readings centred on θ's null value; a statistic whose no-effect value depends on the data (a mean rank, "
          "a recall at k) has none.", "Transfer a statistic with a null value.",
@@ -410,8 +416,9 @@ CATALOGUE: tuple[Code, ...] = (
          "(1 − 2α) CI lies inside [−δ, δ].",
          'hypothesis H1 "t" {\n  homogeneous(fidelity_index(light), by: race) on real for each scorer\n}\n'),
     _r("W0421", "few clusters for scale: sd", "Statistics in SD units divide by an SD estimated from the arm's "
-       "own images; with few clusters that SD's uncertainty makes intervals under-cover (spec/methods.md, "
-       "measured calibration). Written to results.json `warnings`.",
+       "own images; below the smallest cluster count of the calibration grid their intervals are not vouched "
+       "for (spec/methods.md, measured calibration). Reported by `check` when the arm's manifest is readable "
+       "at check time, and written to results.json `warnings` by `run`.",
        "Add clusters, read the SD-unit verdicts with care, or use `scale: raw`."),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",

@@ -387,15 +387,15 @@ class PairParams(Params):
 
 @statistic("pairwise_accuracy", params=PairParams, needs=("pairs",), unit="share", null=0.5, sign="unsigned",
            reads=("original",), words="pairwise accuracy",
-           estimator="scoreaudit.stats.cross_estimators:pairwise_accuracy", truth=None,
-           truth_note="simulate plants images arms only; pairs arms keep no planted structure yet")
+           estimator="scoreaudit.stats.cross_estimators:pairwise_accuracy",
+           truth="scoreaudit.stats.truth:pairwise_accuracy")
 def pairwise_accuracy():
     """Share of pairs where the preferred image scores higher (ties half); Wilson CI; exact binomial test vs 0.5."""
 
 
 @statistic("mean_gap", params=PairParams, needs=("pairs",), unit="sd", null=0.0, sign="signed",
            reads=("original",), words="mean gap", estimator="scoreaudit.stats.cross_estimators:mean_gap",
-           truth=None, truth_note="simulate plants images arms only; pairs arms keep no planted structure yet")
+           truth="scoreaudit.stats.truth:mean_gap")
 def mean_gap():
     """Mean score difference preferred − other, in SD units."""
 

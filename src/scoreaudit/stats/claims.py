@@ -43,13 +43,17 @@ def resolve_transfers(cells: list[dict], correction: str, alpha: float) -> None:
 
 @resolver("homogeneous")
 def resolve_homogeneous(cells: list[dict], correction: str, alpha: float) -> None:
+    """No margin: q of the omnibus test, refuted or inconclusive. Margin: q of the equivalence p (stats/strata.py)."""
     for c in cells:
         q = c.get("q")
+        margin = c["detail"].get("margin") if not c.get("undefined") else None
         if c.get("undefined") or q is None or not math.isfinite(q):
             c["outcome"] = "inconclusive"
+        elif not margin:
+            c["outcome"] = "refuted" if q <= alpha else "inconclusive"  # absence of evidence is not homogeneity
         elif q <= alpha:
-            c["outcome"] = "refuted"
-        elif c["detail"].get("equivalent"):
             c["outcome"] = "supported"  # every pairwise difference's (1 − 2α) CI inside [−δ, δ]
+        elif c["detail"].get("exceeds_margin"):
+            c["outcome"] = "refuted"  # some pairwise difference's Bonferroni interval lies outside [−δ, δ]
         else:
-            c["outcome"] = "inconclusive"  # without a margin, absence of evidence is not homogeneity
+            c["outcome"] = "inconclusive"

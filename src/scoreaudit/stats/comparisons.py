@@ -84,14 +84,20 @@ def reading_view(ctx: StatContext, r: ReadingIR) -> ArmData:
     return a.subset(",".join(f"{c}={v}" for c, v in r.where), mask)
 
 
-def _with_counts(ctx: StatContext, view: ArmData, W: np.ndarray, tag: str) -> ArmData:
-    """`view` with the count matrix W (its columns in `view.clusters` order), as a distinct sub-arm."""
+def _with_counts(ctx: StatContext, view: ArmData, W: np.ndarray, tag: str,
+                 sd_W: np.ndarray | None = None) -> ArmData:
+    """`view` with the count matrix W (its columns in `view.clusters` order), as a distinct sub-arm.
+
+    `sd_W` (B × the root arm's clusters) is the same draw for the root arm's clusters, from which the SD
+    of `scale: sd` statistics is re-estimated per replicate; None: the root arm's own W is that draw.
+    """
     root = ctx.arm(view.name)
     label = f"{view.label}|{tag}" if view.label else tag
     cols = np.searchsorted(root.clusters.astype(str), view.clusters.astype(str))
     out = ArmData(view.name, view.kind, view.images, view.clusters, view.seed, view.n_boot, label=label, parent=root,
                   root_cols=cols)
     out._W = W
+    out._sd_W = sd_W
     return out
 
 
@@ -126,12 +132,19 @@ def pair_views(ctx: StatContext, ra: ReadingIR, rb: ReadingIR) -> tuple[ArmData,
                          _with_counts(ctx, v, Wr[:, [pos[c] for c in v.clusters]], f"paired-in:{root.name}"))
         return views[0], views[1], Pairing(True, len(shared),
                                            f"paired: {len(shared)} clusters of {ra.arm} hold both readings")
-    union = np.array(sorted(set(va.clusters.astype(str)) | set(vb.clusters.astype(str))), dtype=object)
+    # One draw over the union of the two *whole* arms' clusters: each view takes its clusters' columns, and
+    # each arm's SD (scale: sd) is re-estimated from the same draw's columns for all of that arm's clusters.
+    roots = [ctx.arm(ra.arm), ctx.arm(rb.arm)]
+    union = np.array(sorted(set(roots[0].clusters.astype(str)) | set(roots[1].clusters.astype(str))), dtype=object)
     names = sorted([ra.arm, rb.arm])
     W = count_matrix(arm_rng(ctx.seed, "pairing", *names), ctx.n_boot, len(union))
     pos = {c: k for k, c in enumerate(union)}
-    views = [_with_counts(ctx, v, W[:, [pos[str(c)] for c in v.clusters]], f"paired:{'+'.join(names)}")
-             for v in (va, vb)]
+
+    def cols(clusters) -> list[int]:
+        return [pos[str(c)] for c in clusters]
+
+    views = [_with_counts(ctx, v, W[:, cols(v.clusters)], f"paired:{'+'.join(names)}", sd_W=W[:, cols(r.clusters)])
+             for v, r in zip((va, vb), roots)]
     return views[0], views[1], Pairing(True, len(shared),
                                        f"paired: {ra.arm} and {rb.arm} share {len(shared)} clusters")
 
@@ -174,6 +187,21 @@ def _boot_of_units(view: ArmData, values: np.ndarray, cidx: np.ndarray) -> np.nd
         return np.where(bot > 0, top / np.where(bot > 0, bot, 1), np.nan)
 
 
+def _pooled_sd_boot(view: ArmData, t: pd.DataFrame, cidx: np.ndarray) -> np.ndarray:
+    """Replicates of the pooled SD of both sides' scores, from per-cluster (n, Σs, Σs²) under view.W."""
+    both = t[["preferred", "other"]].to_numpy(float)
+    ok = np.isfinite(both)
+    centre = float(both[ok].mean()) if ok.any() else 0.0
+    v = np.where(ok, both - centre, 0.0)
+    C = view.n_clusters
+    parts = np.column_stack([np.bincount(cidx, ok.sum(1), minlength=C), np.bincount(cidx, v.sum(1), minlength=C),
+                             np.bincount(cidx, (v * v).sum(1), minlength=C)]).astype(float)
+    n, s1, s2 = (view.W @ parts).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (s2 - s1 * s1 / n) / (n - 1)
+        return np.sqrt(np.where(var > 0, var, np.nan))
+
+
 def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
     est = ctx.evaluate(r.statistic, view, r.scorer)
     if est.undefined is not None:
@@ -181,13 +209,19 @@ def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
     name = r.statistic.name
     if name in PAIR_STATS:
         t = pair_table(ctx, view, r.scorer)
+        cidx = t["cidx"].to_numpy()
         if name == "pairwise_accuracy":
             d = t["preferred"] - t["other"]
             v = np.where(d > 0, 1.0, np.where(d < 0, 0.0, np.where(d == 0, 0.5, np.nan)))
+            return Read(est, _boot_of_units(view, v, cidx), pd.Series(v, index=t.index), "pairs")
+        sd = float(est.detail.get("sd", 1.0)) or 1.0
+        raw = (t["preferred"] - t["other"]).to_numpy(float)
+        boot = _boot_of_units(view, raw, cidx)
+        if ctx.settings.scale == "sd":  # the pooled SD of both sides, re-estimated from the same draw of clusters
+            boot = boot / _pooled_sd_boot(view, t, cidx)
         else:
-            sd = float(est.detail.get("sd", 1.0)) or 1.0
-            v = ((t["preferred"] - t["other"]) / sd).to_numpy(float)
-        return Read(est, _boot_of_units(view, v, t["cidx"].to_numpy()), pd.Series(v, index=t.index), "pairs")
+            boot = boot / sd
+        return Read(est, boot, pd.Series(raw / sd, index=t.index), "pairs")
     labels = est.detail.get("_clusters")
     if est.contrasts is not None and labels is not None and len(labels) == len(est.contrasts):
         units = pd.Series(np.asarray(est.contrasts, float), index=np.asarray(labels).astype(str))
@@ -225,7 +259,11 @@ def _compare(kind: str):
         A, B = read(ctx, ra, va), read(ctx, rb, vb)
         level = 1 - ctx.alpha
         det = {"kind": kind, "paired": pairing.paired, "shared_clusters": pairing.shared, "pairing": pairing.how,
-               "readings": [_reading_detail(r, x, level) for r, x in ((ra, A), (rb, B))], "ci_level_readings": level}
+               "readings": [_reading_detail(r, x, level) for r, x in ((ra, A), (rb, B))], "ci_level_readings": level,
+               # G of the small-sample expansion of the interval: the jointly drawn clusters when paired, the
+               # readings' mean cluster count when they are resampled independently
+               "n_clusters": (len(set(va.clusters.astype(str)) | set(vb.clusters.astype(str))) if pairing.paired
+                              else int(round((va.n_clusters + vb.n_clusters) / 2)))}
         ea, eb = A.est.estimate, B.est.estimate
         if kind == "ratio":
             lo, hi = B.est.interval(level)

@@ -81,6 +81,7 @@ class ArmData:
     parent: "ArmData | None" = None
     root_cols: np.ndarray | None = None  # positions of this arm's clusters among the root arm's
     _W: np.ndarray | None = field(default=None, repr=False)
+    _sd_W: np.ndarray | None = field(default=None, repr=False)
     _subsets: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -138,9 +139,23 @@ class ArmData:
         if self._W is None:
             if self.parent is None:
                 self._W = count_matrix(arm_rng(self.seed, self.name), self.n_boot, self.n_clusters)
-            else:
-                self._W = self.root.W[:, self.cols]
+            else:  # the parent's draw restricted to this subset's clusters (the root's, or a view's own)
+                pos = np.searchsorted(self.parent.clusters.astype(str), self.clusters.astype(str))
+                self._W = self.parent.W[:, pos]
         return self._W
+
+    @property
+    def sd_W(self) -> np.ndarray:
+        """B × C_root counts of the root arm's clusters drawn jointly with this arm's W (for the SD replicates).
+
+        The root arm's own W for the root and its strata; a view resampled with
+        a custom matrix (comparisons across arms, stats/comparisons.py) carries
+        the root arm's columns of that same draw, so the SD of every replicate
+        is computed from the clusters that replicate drew.
+        """
+        if self._sd_W is not None:
+            return self._sd_W
+        return self.parent.sd_W if self.parent is not None else self.W
 
     def rng(self, *purpose: str) -> np.random.Generator:
         """A seeded generator for any other random draw of this arm (selection groups, subsets)."""
@@ -414,7 +429,7 @@ class StatContext:
         method = self.test_method(test)
         if scorer is not None and self.standardised():
             sd = self.scale(a, scorer)
-            sd_b = self.sd_weighted(a, scorer, a.root.W)
+            sd_b = self.sd_weighted(a, scorer, a.sd_W)
             sd_j = self.sd_weighted(a, scorer, a.root_jackknife[ok])
             det["sd"] = sd
             det["scale"] = "sd (re-estimated in every bootstrap replicate)"

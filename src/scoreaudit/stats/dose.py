@@ -132,7 +132,7 @@ def trend(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     if ctx.standardised():
         sd = ctx.scale(a, scorer)
         det.update(sd=sd, scale="sd (re-estimated in every bootstrap replicate)")
-        return Estimate(slope / sd, "bootstrap", boot=boot / ctx.sd_weighted(a, scorer, a.root.W),
+        return Estimate(slope / sd, "bootstrap", boot=boot / ctx.sd_weighted(a, scorer, a.sd_W),
                         jack=jack / ctx.sd_weighted(a, scorer, a.root_jackknife), detail=det)
     return Estimate(slope, "normal", se=se, df=float(G - 1), boot=None, detail=det)
 

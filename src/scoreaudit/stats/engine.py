@@ -31,10 +31,9 @@ from scoreaudit.stats.validity import validations as _validations
 from scoreaudit.stats.verdicts import verdicts as _verdicts
 
 SCHEMA_VERSION = 1
-# Below this many clusters, intervals of statistics in SD units (`scale: sd`) are expected to under-cover
-# (a simulation with 30 low-noise clusters gave 0.83–0.85 for a nominal 0.90; spec/methods.md, "Measured
-# calibration", says what bench/calibration.py has and has not confirmed): W0421 warns.
-SD_MIN_CLUSTERS = 50
+# Below this many clusters SD-unit intervals are not vouched for by bench/calibration.py (spec/methods.md,
+# "Measured calibration"): W0421 warns (check raises it too when the manifest is readable).
+from scoreaudit.compiler.clusters import SD_MIN_CLUSTERS  # noqa: E402
 
 
 def _progress(progress: bool, total: int, what: str):
@@ -134,8 +133,8 @@ def scale_warnings(ctx: StatContext, cells: list[dict]) -> list[dict]:
         n = ctx.arm(name).n_clusters
         if 0 < n < SD_MIN_CLUSTERS:
             out.append({"code": "W0421", "arm": name, "n_clusters": n,
-                        "message": f"arm {name} has {n} clusters: with `scale: sd` the SD's own uncertainty makes "
-                                   f"intervals under-cover below about {SD_MIN_CLUSTERS} clusters (spec/methods.md); "
+                        "message": f"arm {name} has {n} clusters: below {SD_MIN_CLUSTERS} the intervals of statistics "
+                                   "in SD units are not vouched for by the calibration grid (spec/methods.md); "
                                    "read its SD-unit verdicts with care, or use `scale: raw`"})
     return out
 

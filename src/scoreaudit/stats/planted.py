@@ -30,7 +30,7 @@ from scoreaudit.compiler.doses import is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.stats.bootstrap import stable_hash
 
-TRUTH_KEYS = ("fidelity", "asymmetry", "noise", "placebo", "slope_by", "slope", "factor", "level", "effect")
+TRUTH_KEYS = ("fidelity", "asymmetry", "noise", "placebo", "slope_by", "slope", "factor", "level", "effect", "gap")
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def truth_for(truth: Mapping[str, Any], scorer: str, arm: str | None = None, str
     """Planted parameters of a scorer, with optional per-arm ("arms") and per-stratum ("strata") overrides."""
     t = dict(truth.get(scorer, truth.get("*", {})))
     base = {"fidelity": 0.0, "asymmetry": 0.0, "noise": 1.0, "placebo": 1.0, "slope_by": None, "slope": 0.0,
-            "factor": None, "level": None, "effect": 0.0}
+            "factor": None, "level": None, "effect": 0.0, "gap": 0.0}
     base.update({k: v for k, v in t.items() if k in TRUTH_KEYS})
     if arm is not None:
         base.update((t.get("arms") or {}).get(arm, {}))
@@ -72,6 +72,11 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
     images, scores, measures = [], [], []
     for arm_name, shape in shapes.items():
         arm = ir.arms[arm_name]
+        if arm.source == "pairs":
+            img, sc = _pairs_arm(ir, arm_name, shape.n_clusters, truth, seed)
+            images.append(img)
+            scores.extend(sc)
+            continue
         rng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash(arm_name)]))
         n = shape.n_clusters * shape.per_cluster
         ids = np.array([f"{arm_name[:3]}{k:06d}" for k in range(n)], dtype=object)
@@ -150,6 +155,29 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
             "exclusions": pd.DataFrame(columns=["arm", "image_id", "row", "stage", "reason"])}
 
 
+def _pairs_arm(ir: AuditIR, arm_name: str, n: int, truth: Mapping[str, Any], seed: int):
+    """A pairs arm of n pairs (one cluster each): s(preferred) = b + G + ε, s(other) = b' + ε.
+
+    b, b' ~ N(0, 1) per image and ε ~ N(0, noise²), so the pairwise accuracy is
+    Φ(G / sqrt(2(1 + noise²))) and the mean gap G (raw) or G / sqrt(1 + noise² + G²/4)
+    (pooled SD of both sides); stats/truth.py.
+    """
+    ids = np.array([f"{arm_name[:3]}{k:06d}:{side}" for k in range(n) for side in ("preferred", "other")],
+                   dtype=object)
+    pair = np.repeat(np.array([f"p{k:06d}" for k in range(n)], dtype=object), 2)
+    side = np.tile(np.array(["preferred", "other"], dtype=object), n)
+    img = pd.DataFrame({"arm": arm_name, "image_id": ids, "row": np.repeat(np.arange(1, n + 1), 2), "cluster": pair,
+                        "content_hash": [f"h{stable_hash(arm_name + i):08x}" for i in ids], "width": 64,
+                        "height": 64, "side": side, "pair_id": pair})
+    scores = []
+    for sname in sorted(ir.scorers):
+        srng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash(arm_name), stable_hash(sname)]))
+        t = truth_for(truth, sname, arm_name, None)
+        s = srng.normal(0, 1, 2 * n) + srng.normal(0, 1, 2 * n) * t["noise"] + t["gap"] * (side == "preferred")
+        scores.append(_long(arm_name, ids, ORIGINAL, np.array([0.0]), sname, None, s[:, None], score=True))
+    return img, scores
+
+
 def _stratum_label(strata_of: Mapping[str, np.ndarray], k: int) -> str:
     return ",".join(f"{col}={vals[k]}" for col, vals in strata_of.items())
 
@@ -170,6 +198,8 @@ def _long(arm, ids, operator, doses, name, role, M, score: bool = False) -> dict
 
 
 def _concat(parts: list[dict[str, np.ndarray]], keys: list[str]) -> pd.DataFrame:
+    if not parts:  # e.g. no measures when only pairs arms are planted
+        return pd.DataFrame(columns=["arm", "image_id", "operator", "dose", "name", "role", "value"])
     df = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
     if not keys:
         return df

@@ -2,10 +2,16 @@
 
 The image fixed effects are absorbed by the within transformation (demeaning
 every column per image), which gives exactly the coefficients of OLS with one
-dummy per image. The cluster-robust covariance is statsmodels'
-``cov_type="cluster"`` one, including its small-sample correction
-``G/(G−1) · (N−1)/(N−K)`` where K counts the absorbed dummies too (K = p +
-number of images), so the SEs equal statsmodels-with-dummies to rounding.
+dummy per image. The cluster-robust covariance is the CR1 sandwich with the
+small-sample factor ``G/(G−1) · (N−1)/(N−K)``. Images are nested in clusters,
+so the absorbed image effects do not count in K (K = p, the slope
+regressors; the convention of Stata's ``xtreg, fe vce(cluster)`` and
+Cameron & Miller 2015, §3.3): counting them, as statsmodels with explicit
+dummies does, inflates the SE by sqrt((N−p)/(N−p−n_images)) ≈ 1.1 with one
+image per cluster and six doses, and the calibration bench measured 97.9%
+coverage for a nominal 95% at 50 clusters. The SEs equal statsmodels'
+``cov_type="cluster"`` OLS on the within-transformed data. Fixed effects that
+are not nested in the clusters count in K (statsmodels with dummies).
 Inference uses t with G − 1 degrees of freedom (statsmodels' ``use_t=True``
 for clustered covariances).
 """
@@ -55,7 +61,10 @@ def fe_ols_cluster(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndar
     scores = np.zeros((G, Xt.shape[1]))
     np.add.at(scores, g_codes, Xt * resid[:, None])
     meat = scores.T @ scores
-    N, K = len(y), Xt.shape[1] + n_fe
+    # image effects nested in clusters are not counted in K (module docstring)
+    nested = bool(len(fe_codes)) and bool(np.all(np.bincount(fe_codes, minlength=n_fe) > 0)) and \
+        len(np.unique(np.column_stack([fe_codes, g_codes]), axis=0)) == n_fe
+    N, K = len(y), Xt.shape[1] + (0 if nested else n_fe)
     corr = (G / (G - 1)) * ((N - 1) / (N - K)) if G > 1 and N > K else float("nan")
     cov = corr * bread @ meat @ bread
     return FEResult(beta, np.sqrt(np.diag(cov)), cov, N, G, n_fe)
@@ -145,7 +154,7 @@ def _regression_estimate(ctx, arm, scorer, operator, measure, covariates, target
     # scale: sd — Δscore is divided by the original-score SD, re-estimated in every replicate.
     sd = ctx.scale(a, scorer)
     used = np.unique(grp)
-    boot = _weighted_betas(y, X, img, grp, a.n_clusters, a.W)[:, k] / ctx.sd_weighted(a, scorer, a.root.W)
+    boot = _weighted_betas(y, X, img, grp, a.n_clusters, a.W)[:, k] / ctx.sd_weighted(a, scorer, a.sd_W)
     J = a.jackknife[used]
     jack = _weighted_betas(y, X, img, grp, a.n_clusters, J)[:, k] / ctx.sd_weighted(a, scorer, a.root_jackknife[used])
     det.update(sd=sd, scale="sd (re-estimated in every bootstrap replicate)",

@@ -94,8 +94,15 @@ def cell_sentence(cell: dict) -> str:
         if cell.get("undefined"):
             return f"{where}, {scorer}'s {inner} across strata is undefined ({cell['undefined']}){_tail(cell)}: {outcome}."
         spread = fmt.num(cell.get("estimate"))
+        test_name = detail.get('test_name', 'omnibus test')
+        if detail.get("margin"):  # an equivalence claim: p is the largest pairwise TOST p
+            omni = detail.get("omnibus_p")
+            omni = f"; {test_name} {fmt.peq(omni, 'p')}" if omni is not None else ""
+            return (f"{where}, {scorer}'s {inner} differs across {detail.get('by', 'strata')} by at most {spread} "
+                    f"(every pairwise difference within ±{fmt.num(detail['margin'])}: equivalence tests{omni})"
+                    f"{_pq(cell)}{_tail(cell)}: {outcome}.")
         return (f"{where}, {scorer}'s {inner} differs across {detail.get('by', 'strata')} by at most {spread}, "
-                f"{detail.get('test_name', 'omnibus test')}{_pq(cell)}{_tail(cell)}: {outcome}.")
+                f"{test_name}{_pq(cell)}{_tail(cell)}: {outcome}.")
     if cell.get("estimate") is None or cell.get("undefined"):
         why = cell.get("undefined") or detail.get("undefined") or "not computable"
         return f"{where}, {scorer}'s {name} is undefined ({why}){_tail(cell)}: {outcome}."

@@ -36,6 +36,7 @@ from scoreaudit.stats.truth import TruthContext, true_value
 
 DEFAULT_SHAPES = {"real": (200, 1), "synthetic": (50, 4)}  # (clusters, images per cluster) by arm kind
 DEFAULT_STRATA = ("s1", "s2", "s3")
+DEFAULT_PAIRS = 200  # pairs of a pairs arm whose manifest is not readable
 
 def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
     if isinstance(truth, (str, Path)):
@@ -48,10 +49,29 @@ def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
     return out
 
 
+def _manifest_rows(arm, spec_path: "Path | None") -> int | None:
+    man = arm.call.params.get("manifest") or (arm.call.params.get("path") if arm.source == "pairs" else None)
+    if not man or spec_path is None:
+        return None
+    from scoreaudit.compiler.plan import manifest_rows
+    from scoreaudit.safeio import inside
+
+    p = Path(spec_path).parent / man
+    try:
+        if not inside(p, Path(spec_path).resolve().parent) or not p.is_file():
+            return None
+        return manifest_rows(p)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
 def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
     """Cluster count, images per cluster and strata of every images arm (manifests when readable)."""
     shapes = {}
     for name, arm in sorted(ir.arms.items()):
+        if arm.source == "pairs":  # one cluster per pair (two images), the pairs manifest's row count
+            shapes[name] = ArmShape(_manifest_rows(arm, spec_path) or DEFAULT_PAIRS, 2)
+            continue
         if arm.source != "images":
             continue
         n_c, per = DEFAULT_SHAPES[arm.kind]
@@ -152,7 +172,8 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
                     "truth": tv, "hypothesis_true": ht,
                     "mean_estimate": float(est[ok].mean()) if ok.any() else None,
                     "bias": float(est[ok].mean() - tv) if tv is not None and ok.any() else None,
-                    "coverage": cover, "ci_level": 1 - ir.settings.alpha,
+                    "coverage": cover, "coverage_n": int(fin.sum()) if cover is not None else 0,
+                    "ci_level": 1 - ir.settings.alpha,
                     "supported": share["supported"], "refuted": share["refuted"],
                     "inconclusive": share["inconclusive"],
                     "power": share["supported"] if ht is True else None,

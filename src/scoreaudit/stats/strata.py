@@ -11,9 +11,17 @@ The omnibus test of equality follows the design:
 - otherwise, or when the statistic has no per-cluster contrasts (a
   regression): a Wald test of the stratum differences with their joint
   bootstrap covariance, referred to F(q, G − 1).
-Refuted when the omnibus q ≤ alpha. Supported only with a margin δ, when
-every pairwise difference's (1 − 2α) interval lies inside [−δ, δ] (and the
-omnibus test did not refute). The largest pairwise contrast is reported with
+Without a margin the claim is "the strata are equal": p is the omnibus p,
+refuted when its q ≤ alpha, never supported (absence of evidence). With a
+margin δ the claim is "every pairwise difference lies within ±δ", an
+equivalence claim like `abs(θ) < δ`: p is the intersection–union p (the
+largest pairwise TOST p), supported when its q ≤ alpha (every pairwise
+(1 − 2α) interval inside [−δ, δ]); refuted when some pairwise difference's
+(1 − 2α/m) interval (m pairs, Bonferroni) lies entirely outside [−δ, δ].
+The omnibus test of exact equality is still reported, but it does not refute
+a margin claim: a true difference of δ/2 is inside the claim and the omnibus
+test would reject it with enough clusters (measured on the calibration bench:
+17–36% false refutations at the margin with the omnibus rule). The largest pairwise contrast is reported with
 its raw p, labelled as selected after the fact. The cell's estimate is the
 spread (max − min) of the stratum estimates.
 """
@@ -132,6 +140,7 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
                                       [s["estimate"] for s in strata], G)
     # pairwise differences from the shared bootstrap
     pairs = []
+    m_pairs = len(strata) * (len(strata) - 1) // 2
     for s1, s2 in combinations(strata, 2):
         e1, e2 = s1["_est"], s2["_est"]
         j1, j2 = _root_jack(a, s1["_sub"], e1), _root_jack(a, s2["_sub"], e2)
@@ -145,6 +154,8 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
         if margin:
             row["p_equivalence"] = diff.p_equivalence(-float(margin), float(margin))
             row["inside_margin"] = bool(np.isfinite(lo) and np.isfinite(hi) and -margin < lo and hi < margin)
+            blo, bhi = diff.interval(1 - 2 * ctx.alpha / m_pairs) if m_pairs > 1 else (lo, hi)
+            row["outside_margin"] = bool(np.isfinite(blo) and np.isfinite(bhi) and (bhi < -margin or blo > margin))
         pairs.append(row)
     largest = max(pairs, key=lambda r: abs(r["difference"]))
     ests = [s["estimate"] for s in strata]
@@ -155,6 +166,8 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
            "strata": [{k: v for k, v in s.items() if not k.startswith("_")} for s in strata],
            "skipped": skipped, "pairs": pairs, "n_images_without_stratum": int(blank.sum()),
            "equivalent": (all(r["inside_margin"] for r in pairs) if margin else None),
+           "exceeds_margin": (any(r["outside_margin"] for r in pairs) if margin else None),
+           "p_equivalence": (max(r["p_equivalence"] for r in pairs) if margin else None),
            "largest_contrast": {"a": largest["a"], "b": largest["b"], "difference": largest["difference"],
                                 "p": largest["p_raw"], "test": "shared cluster bootstrap, two-sided",
                                 "label": "selected after the fact (post hoc), raw p"},
@@ -163,4 +176,5 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
         det["note"] = "no margin: the claim can be refuted or inconclusive, never supported"
     # The spread (max − min) is a selected statistic: it gets no interval of its own (a percentile interval
     # of max − min never covers 0); the pairwise differences carry the intervals that decide the claim.
-    return Estimate(float(max(ests) - min(ests)), "fixed", p_fixed=omni_p, detail=det)
+    p = det["p_equivalence"] if margin else omni_p
+    return Estimate(float(max(ests) - min(ests)), "fixed", p_fixed=p, detail=det)

@@ -93,16 +93,36 @@ def transfers(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
             jack = np.concatenate([(er.estimate - null) / (np.asarray(js) - null),
                                    (np.asarray(jr) - null) / (es.estimate - null)])
     rho = (er.estimate - null) / (es.estimate - null)
-    ratio = Estimate(float(rho), "bootstrap", boot=boot, jack=jack, ci=ctx.settings.ci,
-                     detail={"n_clusters": len(jack) if jack is not None else None})
+    G = _welch_clusters(es, er, bs[:B], br[:B], null)
+    ratio = Estimate(float(rho), "bootstrap", boot=boot, jack=jack, ci=ctx.settings.ci, detail={"n_clusters": G})
     lo, hi = ratio.interval(1 - 2 * ctx.alpha)
     p_eq = ratio.p_equivalence(1 / k, k)
     det.update(ratio=float(rho), ratio_ci_low=lo, ratio_ci_high=hi, ratio_ci_level=1 - 2 * ctx.alpha,
                p_equivalence=p_eq, inverse_ratio=float(1 / rho) if rho != 0 else None,
                difference=er.estimate - es.estimate)
     p_iut = max(det["p_source"], det["p_target"], p_eq)
+    det["n_clusters"] = G
     return Estimate(float(rho), "bootstrap", boot=boot, jack=jack, p_fixed=p_iut, ci=ctx.settings.ci,
                     detail=det)
+
+
+def _welch_clusters(es: Estimate, er: Estimate, bs: np.ndarray, br: np.ndarray, null: float) -> int | None:
+    """G of ρ's small-sample expansion: 1 + the Welch–Satterthwaite degrees of freedom of the two arms.
+
+    The two arms are resampled independently and can have very different cluster counts (a synthetic
+    arm of 10 prompts against 20 real images); the expansion (spec/methods.md) must follow the arm that
+    carries the variance, not the pooled count. Delta method: ρ's variance has the parts
+    v_S = ρ²·Var(θ*_S)/(θ_S − n)² and v_R = Var(θ*_R)/(θ_S − n)², each with G_k − 1 degrees of freedom.
+    """
+    gs, gr = es._n_clusters(), er._n_clusters()
+    if not gs or not gr:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ds, dr = es.estimate - null, er.estimate - null
+        vs = (dr / ds) ** 2 * np.nanvar(bs) / ds**2
+        vr = np.nanvar(br) / ds**2
+        df = (vs + vr) ** 2 / (vs**2 / max(gs - 1, 1) + vr**2 / max(gr - 1, 1))
+    return int(round(df)) + 1 if np.isfinite(df) and df > 0 else min(gs, gr)
 
 
 def classify(det: dict, q_source: float, q_target: float, alpha: float) -> str:

@@ -46,6 +46,10 @@ class TruthContext:
         t = truth_for(self.truth, self.scorer, self.arm, None)
         return math.sqrt(1.0 + t["noise"] ** 2)
 
+    def reading(self, scorer: str, arm: str, stratum: str | None) -> "TruthContext":
+        """The context of one reading of a comparison: its own scorer, arm and `where` stratum."""
+        return TruthContext(self.truth, scorer, arm, self.model, stratum, self.raw)
+
     def at(self, arm: str | None = None, stratum: str | None = None) -> "TruthContext":
         return TruthContext(self.truth, self.scorer, arm if arm is not None else self.arm, self.model,
                             stratum, self.raw)
@@ -57,6 +61,8 @@ def true_value(ir: AuditIR, call: StatCallIR, tc: TruthContext) -> float | None:
     from scoreaudit.stats.estimate import resolve
 
     registry.load_plugins()
+    if call.name in FORM_TRUTHS:  # `difference(a, b)` / `ratio(a, b)`: language forms over two readings
+        return FORM_TRUTHS[call.name](ir, call, tc)
     target = registry.statistics.get(call.name).meta.get("truth")
     if not target:
         return None
@@ -186,3 +192,59 @@ def factor_effect(ir, call, tc: TruthContext):
 def group_gap(ir, call, tc: TruthContext):
     t = tc.params()
     return 0.0 if not t.get("factor") or not t.get("effect") else None
+
+
+# ---------------------------------------------------------------- comparisons (language forms)
+
+
+def _reading_truths(ir, call, tc: TruthContext) -> tuple[float, float] | None:
+    """The truths of a comparison's two readings, each in its own scorer, arm and `where` stratum.
+
+    A `where` on a column the planted arm stratifies by is that stratum's truth; any other `where`
+    (a column the planted model does not vary) leaves the arm's truth unchanged.
+    """
+    from scoreaudit.compiler.ir import readings_of
+
+    levels = tc.truth.get("_levels", {})
+    out = []
+    for r in readings_of(call):
+        strata = [f"{c}={v}" for c, v in r.where if c in levels]
+        v = true_value(ir, r.statistic, tc.reading(r.scorer, r.arm, ",".join(strata) or None))
+        if v is None:
+            return None
+        out.append(v)
+    return out[0], out[1]
+
+
+def difference(ir, call, tc: TruthContext):
+    """θ_a − θ_b of the two readings' truths (null value 0)."""
+    t = _reading_truths(ir, call, tc)
+    return None if t is None else float(t[0] - t[1])
+
+
+def ratio(ir, call, tc: TruthContext):
+    """θ_a / θ_b of the two readings' truths (null value 1); None when θ_b is 0 (the ratio is undefined)."""
+    t = _reading_truths(ir, call, tc)
+    return None if t is None or t[1] == 0 else float(t[0] / t[1])
+
+
+FORM_TRUTHS = {"difference": difference, "ratio": ratio}
+
+
+# ---------------------------------------------------------------- pairs (stats/planted.py: _pairs_arm)
+
+
+def pairwise_accuracy(ir, call, tc: TruthContext):
+    """P(s(preferred) > s(other)) = Φ(G / sqrt(2(1 + noise²))) (ties have probability 0)."""
+    from scipy.special import ndtr
+
+    t = tc.params()
+    return float(ndtr(t["gap"] / math.sqrt(2.0 * (1.0 + t["noise"] ** 2))))
+
+
+def mean_gap(ir, call, tc: TruthContext):
+    """G (raw) or G over the pooled SD of both sides, sqrt(1 + noise² + G²/4) (a two-component mixture)."""
+    t = tc.params()
+    if tc.raw:
+        return float(t["gap"])
+    return float(t["gap"] / math.sqrt(1.0 + t["noise"] ** 2 + t["gap"] ** 2 / 4.0))
