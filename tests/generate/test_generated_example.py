@@ -26,6 +26,11 @@ def test_example_checks_and_plans_as_written():
     assert probe.scorer == "ir" and probe.measures == ("ita", "skin_exposure")
     assert probe.call.params["seeds"] == [0, 1, 2, 3] and probe.call.params["iterations"] == 50
     assert [c.id for c in checked.ir.cells() if c.hypothesis == "P1"] == ["P1/ir/reno_ir"]
+    pstep = plan.step("probe/reno_ir")
+    assert pstep.images == 8 * 4 * 51 and pstep.forward_passes == pstep.images  # prompts × seeds × (50 + 1)
+    assert "probe/reno_ir" in plan.step("statistic/P1/ir/reno_ir").depends_on
+    text = api.plan_text(plan)
+    assert "reno_ir: 32 trajectories × 50 iterations, 1632 images, scorer ir" in text
 
 
 def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):

@@ -69,6 +69,19 @@ def test_probe_runs_records_every_iteration_and_reads_its_statistics(tmp_path):
     assert run2["probes"]["reno_ir"]["optimised"] == 0 and run2["probes"]["reno_ir"]["reused"] == 4
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "out2" / "tables" / "probe.parquet"), t)
     np.testing.assert_equal({c["id"]: c["estimate"] for c in again["cells"]}, {c["id"]: c["estimate"] for c in res["cells"]})
+    # a run killed mid-trajectory leaves only a temporary folder: the next run redoes that trajectory alone
+    store = tmp_path / "c.sqlite.probes"
+    done = sorted(p for p in store.glob("*/*") if (p / "trace.json").is_file())
+    assert len(done) == 4
+    victim = done[0]
+    partial = victim.with_name(f".{victim.name}.999999.tmp")
+    victim.rename(partial)
+    (partial / "trace.json").unlink()
+    api.run(spec, out=tmp_path / "out3", device="cpu", cache=tmp_path / "c.sqlite", progress=False,
+            render_report=False)
+    run3 = json.loads((tmp_path / "out3" / "run.json").read_text())
+    assert run3["probes"]["reno_ir"]["optimised"] == 1 and run3["probes"]["reno_ir"]["reused"] == 3
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "out3" / "tables" / "probe.parquet"), t)
 
 
 LIGHT = '''audit "Probe" {{ seed: 1  bootstrap: 200 }}

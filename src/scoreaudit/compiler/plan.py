@@ -32,7 +32,8 @@ from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_
 PLAN_SCHEMA_VERSION = 1
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 
-StepKind = Literal["generate", "decode", "region", "operator", "measure", "score", "select", "statistic", "report"]
+StepKind = Literal["generate", "decode", "region", "operator", "measure", "score", "select", "probe", "statistic",
+                   "report"]
 
 
 class Step(BaseModel):
@@ -49,7 +50,8 @@ class Step(BaseModel):
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     arm: Optional[str] = None
-    images: Optional[int] = None  # images this step processes; None: unknown until manifests are read
+    # images this step processes (probe steps: images made, trajectories × (iterations + 1)); None: unknown
+    images: Optional[int] = None
     forward_passes: Optional[int] = None  # scorer forward passes (score steps); None: unknown
     denoising_steps: Optional[int] = None  # generate steps: images × steps; None: unknown
     depends_on: tuple[str, ...] = ()
@@ -194,6 +196,19 @@ def _mul(n: Optional[int], k: int) -> Optional[int]:
     return None if n is None else n * k
 
 
+def count_trajectories(probe: ir.ProbeIR, base: Optional[Path]) -> Optional[int]:
+    """A probe's trajectories (prompts × seeds), or None when its prompts cannot be read here."""
+    if base is None:
+        return None
+    from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+
+    p = probe.call.params
+    try:
+        return len(expand_prompts(p["prompts"], base)) * len(seed_list(p.get("seeds", 1)))
+    except PromptsError:
+        return None
+
+
 def build_plan(audit: ir.AuditIR, base_dir: str | Path | None = None) -> ExecutionPlan:
     """IR → ExecutionPlan. `base_dir` (default: the spec's folder) resolves manifest paths."""
     with paused_gc():
@@ -303,6 +318,16 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
               reads=tuple(f"scores/{arm_name}/{s}/{o}" for s in audit.scorers for o in ops),
               writes=(f"selections/{arm_name}/{sel_name}",), arm=arm_name, depends_on=deps)
 
+    # optimisation probes (spec/probes.md): one step each; every iteration is one image, one denoising
+    # step and one scorer forward pass with its backward pass
+    for p_name, probe in audit.probes.items():
+        n_traj = count_trajectories(probe, base)
+        n_img = _mul(n_traj, int(probe.call.params.get("iterations", 50)) + 1)
+        b.add(f"probe/{p_name}", "probe", plugin=probe.call.plugin, version=probe.call.version,
+              params={"probe": p_name, **probe.call.params},
+              reads=(f"pipeline:{probe.call.params['pipeline']}", f"scorer:{probe.scorer}"),
+              writes=(f"probes/{p_name}",), images=n_img, forward_passes=n_img, denoising_steps=n_img)
+
     stat_ids = []
     claim_memo: dict[tuple[str, int], tuple[dict, str]] = {}
     refs_memo: dict[tuple[str, int], tuple[list[str], list[str], list[str]]] = {}
@@ -325,6 +350,9 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                         deps.append(f"measure/{a}/{o}/{m}")
             for sel in selections_:
                 deps.append(f"select/{a}/{sel}")
+        probe_of = c.statistic.params.get("probe")
+        if isinstance(probe_of, str) and f"probe/{probe_of}" in b.by_id:
+            deps.append(f"probe/{probe_of}")
         sid = f"statistic/{c.id}"
         shared = claim_memo.get((c.hypothesis, c.claim))
         if shared is None:  # one claim's statistic and test are shared by all its cells
@@ -348,7 +376,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                      "min_real_clusters": audit.settings.min_real_clusters,
                      "max_leakage": audit.settings.max_leakage,
                      "validations": [v.model_dump(mode="json") for v in audit.validations]}
-    report_deps = stat_ids + [s.id for s in b.steps if s.kind in ("measure", "score")]
+    report_deps = stat_ids + [s.id for s in b.steps if s.kind in ("measure", "score", "probe")]
     b.add("report", "report", plugin="report", version="1", params=report_params,
           reads=tuple(f"cells/{c.id}" for c in cells), writes=("results.json", "report"), depends_on=report_deps)
 
@@ -499,7 +527,9 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
     width = max((len(s.id) for s in plan.steps), default=10)
     for s in plan.steps:
         extra = ""
-        if s.denoising_steps is not None:
+        if s.kind == "probe":
+            extra = f"  [{s.images if s.images is not None else '?'} images, each one step and one scorer pass]"
+        elif s.denoising_steps is not None:
             extra = f"  [{s.images} images, {s.denoising_steps} denoising steps]"
         elif s.forward_passes is not None:
             extra = f"  [{s.forward_passes} forward passes]"
@@ -532,6 +562,15 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
         for s in gen:
             lines.append(f"  {s.arm}: {s.images if s.images is not None else '?'} images, "
                          f"{s.denoising_steps if s.denoising_steps is not None else '?'} denoising steps")
+    probes = [s for s in plan.steps if s.kind == "probe"]
+    if probes:
+        lines.append("optimisation probes (trajectories = prompts × seeds; images = trajectories × (iterations + 1), "
+                     "each one denoising step and one scorer forward + backward pass):")
+        for s in probes:
+            it = int(s.params.get("iterations", 50))
+            traj = s.images // (it + 1) if s.images is not None else "?"
+            lines.append(f"  {s.params['probe']}: {traj} trajectories × {it} iterations, "
+                         f"{s.images if s.images is not None else '?'} images, scorer {s.reads[1][len('scorer:'):]}")
     unknown = [a for a, n in plan.images.items() if n is None]
     if unknown:
         lines.append(f"n(arm) is unknown until the manifests exist: {', '.join(unknown)}")

@@ -584,15 +584,23 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
 
         with Progress(progress) as prog:
             ctx.progress = prog
-            walk(plan, {"arm": run_arm,
+            def run_probe_step(step) -> None:  # optimisation probes (runtime/probe.py), with the arms' scorers
+                from scoreaudit.runtime.probe import run_probe
+
+                name = step.params["probe"]
+                rows, probed[name] = run_probe(ir.probes[name], scorer_slot=slots[ir.probes[name].scorer],
+                                               spec_dir=spec_dir, out_dir=out_dir,
+                                               store=cache_path.with_name(cache_path.name + ".probes"),
+                                               device=resolve_device(device, True), note=log.note, progress=prog)
+                probe_rows.extend(rows)
+
+            walk(plan, {"arm": run_arm, "probe": run_probe_step,
                         "generate": None,  # generated arms were materialised before the manifests were read
                         "select": None, "statistic": None, "report": None})  # the statistics engine's and the report's
-            if ir.probes:  # optimisation probes (runtime/probe.py): after the arms, with the same scorers
-                from scoreaudit.runtime.probe import run_probes
+            if ir.probes:
+                from scoreaudit.runtime.probe import write_probe_thumbnails
 
-                probe_rows, probed = run_probes(ir, slots=slots, spec_dir=spec_dir, out_dir=out_dir,
-                                                cache_path=cache_path, device=resolve_device(device, True),
-                                                note=log.note, progress=prog)
+                write_probe_thumbnails(ir, probed, out_dir)
         ran = _runs_somewhere(ir, given["scores"]) | set(probed_scorers(ir))
         weights = {n: s.weights_sha256() for n, s in slots.items() if n in ran}
     finally:

@@ -331,23 +331,17 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
                   "_thumbs": thumbs}
 
 
-def run_probes(ir: AuditIR, *, slots: dict, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
-               note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[list[dict], dict]:
-    """Every probe of the audit: the probe table's rows and run.json's counts; writes `probes.json`
-    (first and last image of the first trajectories, for the report) unless `report { thumbnails: false }`."""
-    store = cache_path.with_name(cache_path.name + ".probes")
-    rows: list[dict] = []
-    info: dict = {}
-    thumbs: dict = {}
+def write_probe_thumbnails(ir: AuditIR, info: dict, out_dir: Path) -> None:
+    """`probes.json` (first and last image of each probe's first trajectories, for the report), unless
+    `report { thumbnails: false }`; takes the thumbnails out of `info` (run.json's counts)."""
+    thumbs = {}
     for name, probe in ir.probes.items():
-        r, info[name] = run_probe(probe, scorer_slot=slots[probe.scorer], spec_dir=spec_dir, out_dir=out_dir,
-                                  store=store, device=device, note=note, progress=progress)
+        if name not in info:
+            continue
         thumbs[name] = {"scorer": probe.scorer, "direction": probe.call.params.get("direction", "maximize"),
-                        "iterations": info[name]["iterations"], "trajectories": info[name].pop("_thumbs")}
-        rows.extend(r)
+                        "iterations": info[name]["iterations"], "trajectories": info[name].pop("_thumbs", [])}
     path = out_dir / FILE
     if getattr(ir.report, "thumbnails", True):
         path.write_text(json.dumps(thumbs, separators=(",", ":")), encoding="utf-8")
     else:
         path.unlink(missing_ok=True)
-    return rows, info

@@ -38,6 +38,9 @@ def _where(cell: dict) -> str:
     arms = cell.get("arms") or []
     if len(arms) == 2:
         return f"From {arms[0]} to {arms[1]}"
+    probe = (cell.get("params") or {}).get("probe")
+    if probe:  # an optimisation probe's statistic reads the probe, not an arm
+        return f"Under probe {probe}"
     return "Across arms"
 
 

@@ -37,6 +37,11 @@ def _curve(g) -> list[tuple]:
     return out
 
 
+def _short(x) -> str:
+    """A score in three significant digits (thumbnail captions are narrow)."""
+    return f"{x:.3g}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
+
+
 def _thumbs(ctx, name: str) -> list[dict]:
     if (ctx.ir.get("report") or {}).get("thumbnails") is False:
         return []
@@ -51,7 +56,7 @@ def _thumbs(ctx, name: str) -> list[dict]:
             continue
         out.append({"first": "data:image/jpeg;base64," + first, "last": "data:image/jpeg;base64," + last,
                     "caption": f"{t.get('prompt')} · seed {t.get('seed')}",
-                    "scores": f"{fmt.plain(t.get('first_score'))} → {fmt.plain(t.get('last_score'))}"})
+                    "scores": f"{_short(t.get('first_score'))} → {_short(t.get('last_score'))}"})
     return out
 
 
