@@ -99,6 +99,8 @@ class OneStep:
         self.s0, self.s1 = float(a.sqrt()), float((1 - a).sqrt())
         self.prediction = sched.config.get("prediction_type", "epsilon")
         self.xl = getattr(pipe, "text_encoder_2", None) is not None
+        if dtype == torch.float16 and getattr(pipe.vae.config, "force_upcast", False):
+            pipe.vae.to(torch.float32)  # as the pipelines do: SDXL's VAE overflows in float16
         for m in (pipe.unet, pipe.vae, getattr(pipe, "text_encoder", None), getattr(pipe, "text_encoder_2", None)):
             if m is not None:
                 for q in m.parameters():
@@ -148,7 +150,8 @@ class OneStep:
             x0 = (x - self.s1 * out) / self.s0
         vae = self.pipe.vae
         shift = getattr(vae.config, "shift_factor", None) or 0.0
-        img = vae.decode(x0 / vae.config.scaling_factor + shift).sample
+        vae_dtype = next(vae.parameters()).dtype
+        img = vae.decode((x0 / vae.config.scaling_factor + shift).to(vae_dtype)).sample
         return (img.float() / 2 + 0.5).clamp(0, 1)
 
 
