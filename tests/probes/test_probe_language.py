@@ -52,6 +52,14 @@ def test_probe_keyword_completion_and_hover():
     _, items = features.complete(text, len(text))
     assert "reno" in {c.label for c in items}
     assert "probe" in features.KEYWORD_DOCS
+    text += 'reno(pick, pipeline: "sd", prompts: "p.txt", measures: ['
+    _, items = features.complete(text, len(text))
+    assert {"ita", "skin_exposure", "clip_attribute"} <= {c.label for c in items}
+    text2 = ('audit "t" { version: 1 }\nscorer pick = pickscore()\n'
+             'probe r = reno(pick, pipeline: "sd", prompts: "p.txt", measures: [ita])\n'
+             'hypothesis P "t" {\n  probe_drift(')
+    _, items = features.complete(text2, len(text2))
+    assert "r" in {c.label for c in items}
 
 
 def test_check_of_a_probe_spec_imports_no_torch(tmp_path):

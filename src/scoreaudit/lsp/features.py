@@ -401,6 +401,8 @@ def _values_for(ctx: Context, spec, text: str) -> list[Completion]:
         return _declared(ctx.statement_line, text, REF_KINDS[spec.ref])
     if spec.ref == "statistic":
         return _plugins("statistic")
+    if spec.ref == "probe_measure":  # a probe's `measures: [ita, clip_attribute(labels: [...])]`
+        return _plugins("probe_measure")
     return [Completion(c, "value", type_text(spec.annotation)) for c in spec.choices]
 
 
