@@ -40,7 +40,8 @@ def test_probe_runs_records_every_iteration_and_reads_its_statistics(tmp_path):
     assert set(t["measure"]) == {"score", "ita", "skin_exposure", "clip_attribute"}
     assert sorted(t["iteration"].unique()) == [0, 1, 2, 3, 4]
     assert len(t[t["measure"] == "score"]) == 2 * 2 * 5  # prompts × seeds × iterations
-    assert (out / "probes" / "reno_ir" / "p0000_s0" / "it004.png").is_file()
+    assert (out / "probes" / "reno_ir" / "p0000_s0" / "it004.png").is_file()  # keep: ends (the default)
+    assert not (out / "probes" / "reno_ir" / "p0000_s0" / "it002.png").exists()
     cells = {c["id"]: c for c in res["cells"]}
     drift = cells["P1.1/ir/reno_ir"]
     assert drift["statistic"] == "probe_drift" and drift["arm"] is None

@@ -44,7 +44,9 @@ class RenoParams(Params):
     negative_prompt: Optional[str] = None
     revision: Optional[str] = None
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    keep: Literal["all", "ends"] = "all"  # PNGs written per trajectory: every iteration, or first and last
+    # PNGs copied into the run's output per trajectory: first and last (default), or every iteration; the
+    # probe store next to the cache keeps every iteration either way
+    keep: Literal["all", "ends"] = "ends"
 
     @field_validator("seeds")
     @classmethod

@@ -14,7 +14,8 @@ the scorer's plugin, version, parameters and weight files; it is committed by
 renaming a finished temporary folder, so a killed run resumes and redoes only
 unfinished trajectories. Measures are computed from the stored PNGs at every
 run (cheap next to the optimisation), so changing them never re-optimises.
-Output: `OUT/probes/NAME/` (PNGs of each trajectory, `trace.csv`) and the rows
+Output: `OUT/probes/NAME/` (the first and last PNG of each trajectory, or every one with `keep:
+all`; `trace.csv`) and the rows
 of the bundle's `tables/probe.parquet` (stats/probes.py reads them).
 torch and diffusers are imported only when a trajectory has to be computed.
 """
@@ -302,7 +303,7 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
         for rec in trace:
             it = rec["iteration"]
             png = src / f"it{it:03d}.png"
-            if p.get("keep", "all") == "all" or it in (0, n_it):
+            if p.get("keep", "ends") == "all" or it in (0, n_it):
                 shutil.copyfile(png, tdest / png.name)
             arr = _read_png(png)
             rows.append({**base, "iteration": it, "measure": "score", "label": "", "value": rec["score"]})
