@@ -54,11 +54,20 @@ def _score_blob_flip(cache: Path) -> None:
     db.close()
 
 
+def _drop_memos(cache: Path) -> None:
+    """Remove the per-image memos, so the next run reads every step's value (as after a spec change)."""
+    db = sqlite3.connect(cache)
+    db.execute("DELETE FROM entries WHERE kind='image'")
+    db.commit()
+    db.close()
+
+
 def test_a_run_recomputes_a_corrupted_score_and_reports_it(tmp_path, capsys):
     spec = project(tmp_path / "p")
     cache = tmp_path / "c.sqlite"
     assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
     _score_blob_flip(cache)
+    _drop_memos(cache)  # the steps' values are read (a memo replay reads only the memo)
     capsys.readouterr()
     assert cli.main(["run", str(spec), "--out", str(tmp_path / "b"), "--cache", str(cache), "--quiet"]) == 0
     assert "corrupt" in capsys.readouterr().err
@@ -106,11 +115,7 @@ def _all_intact(cache: Path) -> bool:
         return not c.verify(keys)
 
 
-def test_a_damaged_memo_is_not_replayed(tmp_path, capsys):
-    """The memo itself is a cached value with a checksum: damaged, its image goes through its steps."""
-    spec = project(tmp_path / "p")
-    cache = tmp_path / "c.sqlite"
-    assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
+def _memo_blob_flip(cache: Path) -> None:
     db = sqlite3.connect(cache)
     key, blob = db.execute("SELECT key, value FROM entries WHERE kind='image' ORDER BY key LIMIT 1").fetchone()
     bad = bytearray(blob)
@@ -118,6 +123,14 @@ def test_a_damaged_memo_is_not_replayed(tmp_path, capsys):
     db.execute("UPDATE entries SET value=? WHERE key=?", (bytes(bad), key))
     db.commit()
     db.close()
+
+
+def test_a_damaged_memo_is_not_replayed(tmp_path, capsys):
+    """The memo itself is a cached value with a checksum: damaged, its image goes through its steps."""
+    spec = project(tmp_path / "p")
+    cache = tmp_path / "c.sqlite"
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
+    _memo_blob_flip(cache)
     capsys.readouterr()
     assert cli.main(["run", str(spec), "--out", str(tmp_path / "b"), "--cache", str(cache), "--quiet"]) == 0
     assert "1 cached value(s)" in capsys.readouterr().err
@@ -136,8 +149,26 @@ def test_plan_cache_does_not_count_an_image_whose_values_are_damaged(tmp_path):
     ir, plan = api.compile(spec, tables=False)
     cached, total = cache_status(ir, plan, spec_path=spec, cache_path=cache)["images"]["real"]
     assert cached == total
-    _score_blob_flip(cache)
+    _memo_blob_flip(cache)
     assert cache_status(ir, plan, spec_path=spec, cache_path=cache)["images"]["real"] == [total - 1, total]
+
+
+def test_a_damaged_step_value_never_reaches_the_tables_through_a_memo(tmp_path, capsys):
+    """A memo holds its own checksummed copies of the rows: replayed, a damaged step value is not
+    read; once the memos are gone (a spec change), the step reads, reports and replaces it."""
+    spec = project(tmp_path / "p")
+    cache = tmp_path / "c.sqlite"
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet"]) == 0
+    _score_blob_flip(cache)
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "b"), "--cache", str(cache), "--quiet"]) == 0
+    a = pd.read_parquet(tmp_path / "a/tables/scores.parquet")
+    pd.testing.assert_frame_equal(a, pd.read_parquet(tmp_path / "b/tables/scores.parquet"))
+    _drop_memos(cache)
+    capsys.readouterr()
+    assert cli.main(["run", str(spec), "--out", str(tmp_path / "c"), "--cache", str(cache), "--quiet"]) == 0
+    assert "1 cached value(s)" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(a, pd.read_parquet(tmp_path / "c/tables/scores.parquet"))
+    assert _all_intact(cache)
 
 
 def test_ray_tasks_check_checksums_and_the_driver_replaces_the_value(tmp_path, capsys):

@@ -118,6 +118,7 @@ def test_ray_assigns_the_requested_gpu_shares(tmp_path, fake_log, model_scorer, 
 
         got = ray.get(ray.remote(held).options(**task_opts).remote())
         assert got.get("GPU") == pytest.approx(0.1)
+        assert backend.task.options(**task_opts) is not None  # the batch task takes the same options (ray 2.60)
         actor = ray.remote(Holder).options(**actor_opts).remote()
         assert ray.get(actor.held.remote()).get("GPU") == pytest.approx(0.8)
         ray.kill(actor)
