@@ -109,22 +109,11 @@ class Preprocess:
         x = x.permute(0, 3, 1, 2)  # channels-last view
         h, w = x.shape[-2:]
         if self.mode == "longest_pad":
-            x = x.to(device).float().div_(255.0)
-            scale = self.size / float(max(h, w))
-            nh, nw = (round(h * scale), round(w * scale)) if scale != 1.0 else (h, w)
-            x = self._resize(x, nh, nw)
-            ph, pw = self.size - nh, self.size - nw
-            if ph or pw:
-                x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
+            x = self._fit_longest(x.to(device).float().div_(255.0))
             mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
             std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
             return (x - mean) / std
-        if self.mode == "squash":
-            nh = nw = self.size
-        elif h <= w:
-            nh, nw = self.size, int(self.size * w / h)
-        else:
-            nh, nw = int(self.size * h / w), self.size
+        nh, nw = self._resized_size(h, w)
         if not self.round_uint8:
             x = self._resize(x.to(device).float(), nh, nw)
         elif (nh, nw) != (h, w):
@@ -132,16 +121,7 @@ class Preprocess:
                 x = self._resize(x, nh, nw)
             else:
                 x = torch.round(self._resize(x.float(), nh, nw)).clamp(0, 255)
-        c = self.crop
-        if nh < c or nw < c:  # torchvision pads with zeros when the image is smaller than the crop
-            ph, pw = max(c - nh, 0), max(c - nw, 0)
-            x = F.pad(x, (pw // 2, (pw + 1) // 2, ph // 2, (ph + 1) // 2), value=0)
-            nh, nw = x.shape[-2:]
-        if self.crop_rule == "torchvision":
-            top, left = int(round((nh - c) / 2.0)), int(round((nw - c) / 2.0))
-        else:
-            top, left = (nh - c) // 2, (nw - c) // 2
-        x = x[..., top : top + c, left : left + c].to(device)
+        x = self._centre_crop(x).to(device)
         a, b = self._affine(x.device)
         return torch.addcmul(b, x.float(), a)
 
@@ -152,35 +132,48 @@ class Preprocess:
         tensors throughout: the official pipelines' rounding to 8 bits after
         resizing (≤ 1 level) is left out, since it has no gradient.
         """
-        h, w = x.shape[-2:]
         if self.mode == "longest_pad":
-            scale = self.size / float(max(h, w))
-            nh, nw = (round(h * scale), round(w * scale)) if scale != 1.0 else (h, w)
-            x = self._resize(x, nh, nw)
-            ph, pw = self.size - nh, self.size - nw
-            if ph or pw:
-                x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
+            x = self._fit_longest(x)
         else:
-            if self.mode == "squash":
-                nh = nw = self.size
-            elif h <= w:
-                nh, nw = self.size, int(self.size * w / h)
-            else:
-                nh, nw = int(self.size * h / w), self.size
-            x = self._resize(x, nh, nw)
-            c = self.crop
-            if nh < c or nw < c:
-                ph, pw = max(c - nh, 0), max(c - nw, 0)
-                x = F.pad(x, (pw // 2, (pw + 1) // 2, ph // 2, (ph + 1) // 2), value=0.0)
-                nh, nw = x.shape[-2:]
-            if self.crop_rule == "torchvision":
-                top, left = int(round((nh - c) / 2.0)), int(round((nw - c) / 2.0))
-            else:
-                top, left = (nh - c) // 2, (nw - c) // 2
-            x = x[..., top : top + c, left : left + c]
+            x = self._centre_crop(self._resize(x, *self._resized_size(*x.shape[-2:])))
         mean = torch.tensor(self.mean, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
         std = torch.tensor(self.std, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
         return ((x - mean) / std).to(dtype)
+
+    # The official geometry, shared by the uint8 path (`tensor_group`) and the differentiable one (`tensor`).
+
+    def _fit_longest(self, x: torch.Tensor) -> torch.Tensor:
+        """HPSv2: resize the long side to `size` (round(dim·scale)), zero-pad to size×size, pad//2 left/top."""
+        h, w = x.shape[-2:]
+        scale = self.size / float(max(h, w))
+        nh, nw = (round(h * scale), round(w * scale)) if scale != 1.0 else (h, w)
+        x = self._resize(x, nh, nw)
+        ph, pw = self.size - nh, self.size - nw
+        if ph or pw:
+            x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
+        return x
+
+    def _resized_size(self, h: int, w: int) -> tuple[int, int]:
+        """The size before the crop: `size`×`size` (squash) or the short side at `size`."""
+        if self.mode == "squash":
+            return self.size, self.size
+        if h <= w:
+            return self.size, int(self.size * w / h)
+        return int(self.size * h / w), self.size
+
+    def _centre_crop(self, x: torch.Tensor) -> torch.Tensor:
+        """Centre crop to `crop`×`crop`; torchvision pads with zeros when the image is smaller than the crop."""
+        c = self.crop
+        nh, nw = x.shape[-2:]
+        if nh < c or nw < c:
+            ph, pw = max(c - nh, 0), max(c - nw, 0)
+            x = F.pad(x, (pw // 2, (pw + 1) // 2, ph // 2, (ph + 1) // 2), value=0)
+            nh, nw = x.shape[-2:]
+        if self.crop_rule == "torchvision":
+            top, left = int(round((nh - c) / 2.0)), int(round((nw - c) / 2.0))
+        else:
+            top, left = (nh - c) // 2, (nw - c) // 2
+        return x[..., top : top + c, left : left + c]
 
     def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
         """Images of one shape are resized together (an audit's variants share their base image's size).
