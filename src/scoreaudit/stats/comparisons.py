@@ -409,33 +409,16 @@ def _beta_boot(ctx: StatContext, view: ArmData, scorer: str, via: StatCallIR) ->
     so a replicate's coefficients solve the W-weighted sums of the clusters'
     cross-products.
     """
-    from scoreaudit.stats.regression import _as_list, _design
+    from scoreaudit.stats.regression import _as_list, _design, cluster_cross_products, solve_weighted
 
     p = via.params
     y, X, img, grp, names = _design(ctx, view, scorer, p["operator"], p["measure"], _as_list(p.get("controlling")))
     if len(np.unique(grp)) < 2 or len(y) <= X.shape[1]:
         raise StatError(f"too few usable rows for the regression under {p['operator']!r}")
-    _, fe = np.unique(img, return_inverse=True)
-    cnt = np.bincount(fe).astype(float)
-
-    def demean(v):
-        return v - (np.bincount(fe, v) / cnt)[fe]
-
-    yt = demean(y)
-    Xt = np.column_stack([demean(X[:, k]) for k in range(X.shape[1])])
-    C, k = view.n_clusters, Xt.shape[1]
-    A = np.zeros((C, k, k))
-    v = np.zeros((C, k))
-    np.add.at(A, grp, Xt[:, :, None] * Xt[:, None, :])
-    np.add.at(v, grp, Xt * yt[:, None])
+    A, v = cluster_cross_products(y, X, img, grp, view.n_clusters)
     j = names.index(p["measure"])
     beta = float(np.linalg.lstsq(A.sum(0), v.sum(0), rcond=None)[0][j])
-    WA = np.einsum("bc,cij->bij", view.W, A)
-    Wv = view.W @ v
-    boot = np.full(len(view.W), np.nan)
-    good = np.abs(np.linalg.det(WA)) > 1e-12
-    if good.any():
-        boot[good] = np.linalg.solve(WA[good], Wv[good][..., None])[..., 0][:, j]
+    boot = solve_weighted(A, v, view.W)[:, j]
     return beta, boot, {"rows": int(len(y)), "regressors": names}
 
 

@@ -109,12 +109,12 @@ def _align(M: np.ndarray, mdoses: np.ndarray, doses: np.ndarray) -> np.ndarray:
     return out
 
 
-def _weighted_betas(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndarray, C: int,
-                    weights: np.ndarray) -> np.ndarray:
-    """β of the fixed-effects OLS under cluster weights (rows of `weights`, B × C): one solve per row.
+def cluster_cross_products(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndarray,
+                           C: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster, X̃'X̃ (C × p × p) and X̃'ỹ (C × p) of the within-image (fixed-effects) demeaned data.
 
-    Image fixed effects are within one cluster, so reweighting clusters leaves
-    the within-image demeaning unchanged; β_b = (Σ_c w_bc X̃_c'X̃_c)⁻¹ Σ_c w_bc X̃_c'ỹ_c.
+    Image fixed effects are within one cluster, so reweighting clusters leaves the
+    within-image demeaning unchanged: any cluster weighting's β solves weighted sums of these.
     """
     _, fe_codes = np.unique(fe, return_inverse=True)
     cnt = np.bincount(fe_codes).astype(float)
@@ -129,13 +129,24 @@ def _weighted_betas(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.nda
     g = np.zeros((C, p))
     np.add.at(A, groups, Xt[:, :, None] * Xt[:, None, :])
     np.add.at(g, groups, Xt * yt[:, None])
+    return A, g
+
+
+def solve_weighted(A: np.ndarray, g: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """β_b = (Σ_c w_bc A_c)⁻¹ Σ_c w_bc g_c for each row b of `weights` (B × C); NaN where singular."""
     WA = np.tensordot(weights, A, axes=(1, 0))
     Wg = weights @ g
-    out = np.full((len(weights), p), np.nan)
+    out = np.full((len(weights), A.shape[-1]), np.nan)
     good = np.abs(np.linalg.det(WA)) > 1e-12
     if good.any():
         out[good] = np.linalg.solve(WA[good], Wg[good][..., None])[..., 0]
     return out
+
+
+def _weighted_betas(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups: np.ndarray, C: int,
+                    weights: np.ndarray) -> np.ndarray:
+    """β of the fixed-effects OLS under cluster weights (rows of `weights`, B × C): one solve per row."""
+    return solve_weighted(*cluster_cross_products(y, X, fe, groups, C), weights)
 
 
 def _regression_estimate(ctx, arm, scorer, operator, measure, covariates, target: str) -> Estimate:
