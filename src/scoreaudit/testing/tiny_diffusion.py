@@ -36,24 +36,32 @@ def tiny_sd_pipeline(seed: int = 0):
     return unet, vae, text, sched
 
 
+def _tiny_tokenizer(folder: Path):
+    """A CLIP tokenizer built in a scratch folder inside `folder` (removed again: the pipeline saves its own copy)."""
+    import shutil
+
+    from transformers import CLIPTokenizer
+
+    tok_dir = folder / "_tok"
+    tok_dir.mkdir(exist_ok=True)
+    try:
+        write_clip_tokenizer(tok_dir)
+        return CLIPTokenizer.from_pretrained(str(tok_dir))
+    finally:
+        shutil.rmtree(tok_dir)
+
+
 def save_tiny_sd(folder: Path, seed: int = 0) -> Path:
     """Write a tiny StableDiffusionPipeline to `folder` (model_index.json and one folder per component)."""
     from diffusers import StableDiffusionPipeline
-    from transformers import CLIPTokenizer
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tok_dir = folder / "_tok"
-    tok_dir.mkdir(exist_ok=True)
-    write_clip_tokenizer(tok_dir)
-    tokenizer = CLIPTokenizer.from_pretrained(str(tok_dir))
+    tokenizer = _tiny_tokenizer(folder)
     unet, vae, text, sched = tiny_sd_pipeline(seed)
     pipe = StableDiffusionPipeline(unet=unet, vae=vae, text_encoder=text, tokenizer=tokenizer, scheduler=sched,
                                    safety_checker=None, feature_extractor=None, requires_safety_checker=False)
-    pipe.save_pretrained(str(folder))
-    for p in sorted(tok_dir.iterdir()):
-        p.unlink()
-    tok_dir.rmdir()
+    pipe.save_pretrained(str(folder))  # writes the tokenizer into the pipeline's own folder
     return folder
 
 
@@ -62,14 +70,11 @@ def save_tiny_sdxl(folder: Path, seed: int = 0) -> Path:
     import torch
     from diffusers import (AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline,
                            UNet2DConditionModel)
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tok_dir = folder / "_tok"
-    tok_dir.mkdir(exist_ok=True)
-    write_clip_tokenizer(tok_dir)
-    tokenizer = CLIPTokenizer.from_pretrained(str(tok_dir))
+    tokenizer = _tiny_tokenizer(folder)
     torch.manual_seed(seed)
     unet = UNet2DConditionModel(
         block_out_channels=(8, 16), layers_per_block=1, sample_size=16, in_channels=4, out_channels=4,
@@ -89,8 +94,5 @@ def save_tiny_sdxl(folder: Path, seed: int = 0) -> Path:
                                    timestep_spacing="trailing", steps_offset=1)
     pipe = StableDiffusionXLPipeline(unet=unet, vae=vae, text_encoder=text, text_encoder_2=text2,
                                      tokenizer=tokenizer, tokenizer_2=tokenizer, scheduler=sched)
-    pipe.save_pretrained(str(folder))
-    for p in sorted(tok_dir.iterdir()):
-        p.unlink()
-    tok_dir.rmdir()
+    pipe.save_pretrained(str(folder))  # writes the tokenizer into the pipeline's own folder
     return folder
