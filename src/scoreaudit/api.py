@@ -112,10 +112,13 @@ def compile(path: str | Path, allow_outside: bool = False, tables: bool = True):
 
 def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         cache: str | Path | None = None, progress: bool = True, render_report: bool = True,
-        allow_outside: bool = False, executor: str = "local", ray_address: str | None = None):
+        allow_outside: bool = False, executor: str = "local", ray_address: str | None = None,
+        tensor_path: str = "auto"):
     """Compile, execute (cached, resumable), analyse and render. Returns the results dict.
 
     `executor`: "local" or "ray" (`ray_address`: an existing cluster; None: a local Ray instance).
+    `tensor_path`: "auto" (on for a CUDA device), "on" or "off": keep each image on the device through
+    operators, measures and model-scorer preprocessing (runtime/tensor_steps.py).
     """
     from scoreaudit.runtime.executor import execute
     from scoreaudit.stats.engine import analyse
@@ -126,7 +129,7 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     from scoreaudit.reports.lock import write_lock_status
 
     execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress,
-            allow_outside=allow_outside, executor=executor, ray_address=ray_address)
+            allow_outside=allow_outside, executor=executor, ray_address=ray_address, tensor_path=tensor_path)
     write_lock_status(out, path, ir)  # pre-registration status, read by the statistics into results.json
     from scoreaudit.runtime.thumbnails import write_thumbnails
 

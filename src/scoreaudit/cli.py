@@ -176,7 +176,7 @@ def summary_lines(results: dict, paths: list[Path]) -> list[str]:
 def cmd_run(args) -> int:
     results = api.run(args.file, out=args.out, device=args.device, cache=args.cache,
                       progress=not args.quiet, allow_outside=args.allow_outside,
-                      executor=args.executor, ray_address=args.ray_address)
+                      executor=args.executor, ray_address=args.ray_address, tensor_path=args.tensor_path)
     out = Path(results.get("bundle", args.out or ""))
     paths = [out / n for n in ("report.html", "report.pdf") if (out / n).exists()]
     triggered = [c for c in results.get("cells") or [] if c.get("outcome") in args.fail_on]
@@ -330,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, metavar="DIR", help="results folder (default: out/<spec name> next to the spec)")
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where scorers run (default auto: cuda when available)")
+    s.add_argument("--tensor-path", choices=["auto", "on", "off"], default="auto",
+                   help="keep each image on the device through operators, measures and scorer preprocessing "
+                        "(torch ops); default auto: on with a CUDA device, off (the numpy/OpenCV reference) on the CPU")
     s.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="how steps are executed: local (this process, the default) or ray (Ray tasks and "
                         "actors; pip install 'scoreaudit[ray]')")

@@ -393,6 +393,10 @@ class ArmRunner:
             if m is None:  # pairs arms have no regions
                 m = Masks({}, {}, {})
             imgs.append(Img(rec, d.image, d.content_hash, m, {}))
+            if ctx.tensor_path:  # pixels and masks go to the device once (runtime/tensor_steps.py)
+                from scoreaudit.runtime.tensor_steps import attach
+
+                attach(ctx, imgs[-1:])
             self.usable.append(rec.image_id)
             h, w = d.image.shape[:2]
             ctx.tables.add_image(arm=arm.name, image_id=rec.image_id, row=rec.row, cluster=rec.cluster,
@@ -506,8 +510,11 @@ def probed_scorers(ir: AuditIR) -> list[str]:
 
 def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
             cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False,
-            executor: str = "local", ray_address: str | None = None) -> RunSummary:
+            executor: str = "local", ray_address: str | None = None, tensor_path: str = "auto") -> RunSummary:
     """Run (or resume) an audit and write its per-image tables; see the module docstring.
+
+    `tensor_path` ("auto", "on", "off"; runtime/tensor_steps.py): keep each image on the device through
+    operators, measures and model-scorer preprocessing; auto = on for a CUDA device.
 
     Data files must lie inside the spec's folder unless `allow_outside` (a spec never reaches
     outside its project on its own). `executor`: "local" (this process) or "ray"
@@ -542,6 +549,9 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"])
                                                         | set(probed_scorers(ir)))))
+    from scoreaudit.runtime.tensor_steps import resolve_tensor_path
+
+    on_device, tensor_note = resolve_tensor_path(tensor_path, dev, executor)
     check_output_dir(out_dir)
     _write_inputs(spec_ir, plan, spec_path, out_dir)
     for rel, data in stat_inputs.items():
@@ -550,12 +560,13 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     cache = Cache(cache_path)
     log = RunLog(out_dir / "run.log")
     log.note(f"started {started}; device {dev}; cache {cache_path}; batch_size {ir.settings.batch_size}")
+    log.note(tensor_note)
     for line in (notes if generated else ()):
         log.note(line)
     for d in pre.diagnostics:  # warnings only (errors stopped the run above): rows the audit does not use
         log.note(f"{d.severity}[{d.code}]: {d.message}" + "".join(f"; {n}" for n in d.notes))
     ctx = RunContext(ir=ir, cache=cache, log=log, tables=tables, progress=Progress(False), device=dev,
-                     spec_dir=spec_dir, root=root,
+                     spec_dir=spec_dir, root=root, tensor_path=on_device,
                      policies={n: m.on_error for n, m in manifests.items()},
                      manifests={n: m.manifest for n, m in manifests.items()})
     for name, m in manifests.items():  # unchanged files are not opened again next time (images.load_manifest)

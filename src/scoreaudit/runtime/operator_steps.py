@@ -47,6 +47,7 @@ class Img:
     content_hash: str
     masks: Masks
     original_scores: dict[str, Any]  # scorer name -> float or failure reason
+    dev: Any = None  # the tensor path's DeviceImage (pixels and masks on the run's device), else None
 
 
 class OperatorFailure(Exception):
@@ -85,20 +86,45 @@ class OperatorSteps:
     # ---------------------------------------------------------------- sweeping
 
     def _sweep(self, img: Img, doses: list[float]) -> list[Any]:
+        """One output per dose: OperatorOutput (reference path) or DeviceVariant (tensor path, img.dev set)."""
         op = self.op
-        plugin = self.ctx.plugin("operator", op.call.plugin, dict(op.call.params))
-        mask = img.masks.masks.get(op.region) if op.region else None
         try:
-            outs = list(plugin.sweep(img.image, mask, list(doses), self.ctx.seed))
+            if img.dev is not None:
+                from scoreaudit.runtime import tensor_steps
+
+                outs = tensor_steps.sweep(self.ctx, op, img, list(doses))
+            else:
+                plugin = self.ctx.plugin("operator", op.call.plugin, dict(op.call.params))
+                mask = img.masks.masks.get(op.region) if op.region else None
+                outs = list(plugin.sweep(img.image, mask, list(doses), self.ctx.seed))
         except Exception as exc:  # one image the operator cannot handle: excluded, not a crash
             raise OperatorFailure(f"operator '{op.name}' failed: {type(exc).__name__}: {exc}") from None
         if len(outs) != len(doses):
             raise OperatorFailure(f"operator '{op.name}' returned {len(outs)} variants for {len(doses)} doses")
         for out in outs:
-            arr = out.image
-            if not (isinstance(arr, np.ndarray) and arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3):
+            if img.dev is not None:
+                from scoreaudit.runtime.tensor_steps import check_output
+
+                ok = check_output(out)
+            else:
+                arr = out.image
+                ok = isinstance(arr, np.ndarray) and arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3
+            if not ok:
                 raise OperatorFailure(f"operator '{op.name}' returned a variant that is not uint8 H×W×3")
         return outs
+
+    def _measure(self, s: MeasureSpec, img: Img, out: Any, dose: float) -> Any:
+        """One measure of one variant (the identity dose's variant is the original): its cache value."""
+        op, ident = self.op, self.op.identity
+        if img.dev is not None:
+            from scoreaudit.runtime import tensor_steps
+
+            return tensor_steps.compute(self.ctx, s, img, out, op.region, dose, ident)
+        mask = img.masks.masks.get(op.region) if op.region else None
+        variant = img.image if dose == ident else out.image
+        mctx = MeasureContext(original=img.image, variant=variant, masks=img.masks.masks,
+                              operator_mask=mask, info=dict(out.info), dose=dose, identity=ident)
+        return compute_measure(self.ctx, s, mctx)
 
     # ---------------------------------------------------------------- the batch
 
@@ -114,7 +140,7 @@ class OperatorSteps:
                   for i, img in enumerate(imgs) for d in doses for s in self.specs}
         mlook = Lookup(ctx, msteps.values())
 
-        pixels: dict[tuple[int, float], np.ndarray] = {}
+        pixels: dict[tuple[int, float], Any] = {}  # OperatorOutput or DeviceVariant
         failed: set[int] = set()
         for i, img in enumerate(imgs):
             need = [d for d in doses
@@ -128,19 +154,16 @@ class OperatorSteps:
                 failed.add(i)
                 ctx.exclude(arm.name, img.record.image_id, img.record.row, "operator", str(exc))
                 continue
-            mask = img.masks.masks.get(op.region) if op.region else None
             for d, out in zip(need, outs):
-                variant = img.image if d == ident else out.image
                 if d != ident:
-                    pixels[i, d] = variant
-                    vlook.done(vsteps[i, d], {"content_hash": hash_array(variant),
-                                              "info": {k: float(v) for k, v in dict(out.info).items()}})
-                mctx = MeasureContext(original=img.image, variant=variant, masks=img.masks.masks,
-                                      operator_mask=mask, info=dict(out.info), dose=d, identity=ident)
+                    pixels[i, d] = out
+                    if not vlook.has(vsteps[i, d].key):  # its pixels come back once, for the content hash
+                        vlook.done(vsteps[i, d], {"content_hash": hash_array(out.image),
+                                                  "info": {k: float(v) for k, v in dict(out.info).items()}})
                 for s in self.specs:
                     step = msteps[i, d, s.role, s.name]
                     if not mlook.has(step.key):
-                        mlook.done(step, compute_measure(ctx, s, mctx))
+                        mlook.done(step, self._measure(s, img, out, d))
 
         live = [i for i in range(len(imgs)) if i not in failed]
         values = {k: mlook.get(step.key) for k, step in msteps.items() if k[0] in live}
@@ -182,9 +205,11 @@ class OperatorSteps:
                 deltas = self._deltas(img, i, d, values)
                 item = make_item(img.record, op.name, d, (d - ident) / self.tmax, self.placebo, deltas)
                 chash = vlook.get(vsteps[i, d].key)["content_hash"]
-                getter = (lambda i=i, d=d: pixels[i, d])
+                getter = (lambda i=i, d=d: pixels[i, d].image)
+                tensor = (lambda i=i, d=d: pixels[i, d].tensor) if img.dev is not None else None
                 for slot in self.slots:
-                    req = slot.request(img.record, chash, slot.prompt_for(arm, img.record), item, getter)
+                    req = slot.request(img.record, chash, slot.prompt_for(arm, img.record), item, getter,
+                                       tensor=tensor)
                     out[slot.name].append((i, d, req))
         return out
 
@@ -227,7 +252,7 @@ class OperatorSteps:
                 self.ctx.exclude(arm.name, img.record.image_id, img.record.row, "operator", str(exc))
                 continue
             for d, o in zip(doses, outs):
-                pixels[i, d] = o.image
+                pixels[i, d] = o
                 if hash_array(o.image) != recorded[i, d]:  # scores are keyed by the recorded hash
                     self.ctx.log.note(f"warning: operator '{self.op.name}' is not deterministic: "
                                       f"{arm.name}/{img.record.image_id} at dose {d:g} differs from its cached variant")

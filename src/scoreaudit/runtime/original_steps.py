@@ -31,9 +31,14 @@ def original_measures(ctx: RunContext, arm: ArmIR, imgs: list[Img], specs: list[
     for (i, name), (s, st) in steps.items():
         img = imgs[i]
         if not look.has(st.key):
-            mctx = MeasureContext(original=img.image, variant=img.image, masks=img.masks.masks,
-                                  operator_mask=None, info={}, dose=0.0, identity=0.0)
-            look.done(st, compute_measure(ctx, s, mctx))
+            if img.dev is not None:  # the tensor path: on the device copy
+                from scoreaudit.runtime import tensor_steps
+
+                look.done(st, tensor_steps.compute(ctx, s, img, None, None, 0.0, 0.0))
+            else:
+                mctx = MeasureContext(original=img.image, variant=img.image, masks=img.masks.masks,
+                                      operator_mask=None, info={}, dose=0.0, identity=0.0)
+                look.done(st, compute_measure(ctx, s, mctx))
         value = look.get(st.key)
         if isinstance(value, dict):
             ctx.exclude(arm.name, img.record.image_id, img.record.row, "measure",
@@ -50,7 +55,8 @@ def original_scores(ctx: RunContext, arm: ArmIR, imgs: list[Img], slots: list[Sc
         for img in imgs:
             item = make_item(img.record, ORIGINAL, 0.0, 0.0, False, zero)
             reqs.append(slot.request(img.record, img.content_hash, slot.prompt_for(arm, img.record), item,
-                                     image=lambda img=img: img.image))
+                                     image=lambda img=img: img.image,
+                                     tensor=(lambda img=img: img.dev.image) if img.dev is not None else None))
         for img, result in zip(imgs, slot.score(reqs)):
             img.original_scores[slot.name] = result
             if isinstance(result, str):

@@ -54,6 +54,7 @@ class ScoreRequest:
     image: Callable[[], np.ndarray]
     prompt: str | None
     item: ScoreItem
+    tensor: Callable[[], Any] | None = None  # the tensor path: the uint8 H×W×3 image on the run's device
 
 
 def weights_identity(entry: Any, params: dict) -> dict | None:
@@ -145,7 +146,7 @@ class ScorerSlot:
         return param if isinstance(param, str) else None
 
     def request(self, record: ImageRecord, content_hash: str, prompt: str | None, item: ScoreItem,
-                image: Callable[[], np.ndarray]) -> ScoreRequest:
+                image: Callable[[], np.ndarray], tensor: Callable[[], Any] | None = None) -> ScoreRequest:
         inputs: dict[str, Any] = {"image": content_hash, "prompt": prompt}
         if self.torch:
             inputs["device"] = self.ctx.device
@@ -153,7 +154,7 @@ class ScorerSlot:
             inputs["item"] = _item_json(item)
         slot = f"score {self.name} {record.arm}/{record.image_id} {item.operator}@{item.dose!r}"
         step = step_key("score", self.ir.call.plugin, self.ir.call.version, self.key_params, inputs, slot)
-        return ScoreRequest(step, image, prompt, item)
+        return ScoreRequest(step, image, prompt, item, tensor)
 
     # -- scoring
 
@@ -173,8 +174,17 @@ class ScorerSlot:
             out.append(str(v["failure"]) if isinstance(v, dict) else float(v))
         return out
 
+    @property
+    def takes_tensors(self) -> bool:
+        """On the tensor path, a torch scorer built in this process takes device tensors
+        (its Preprocess works where they are); others (numpy scorers, Ray actors) get host arrays."""
+        return bool(getattr(self.ctx, "tensor_path", False)) and self.torch and self.factory is None
+
     def _score_chunk(self, look: Lookup, chunk: list[ScoreRequest]) -> None:
-        images = [r.image() for r in chunk]
+        if self.takes_tensors and all(r.tensor is not None for r in chunk):
+            images = [r.tensor() for r in chunk]
+        else:
+            images = [r.image() for r in chunk]
         prompts = [r.prompt or "" for r in chunk] if self.needs_prompt else None
         items = [r.item for r in chunk]
         reasons: dict[int, str] = {}

@@ -37,6 +37,7 @@ class RunContext:
     policies: dict[str, str] = field(default_factory=dict)  # arm -> on_error (skip | fail)
     manifests: dict[str, str | None] = field(default_factory=dict)  # arm -> manifest display path
     warnings: list[str] = field(default_factory=list)  # said on the terminal, in run.log and run.json
+    tensor_path: bool = False  # images, operators, measures and model-scorer inputs stay on `device` (tensor_steps.py)
     _plugins: dict[str, Any] = field(default_factory=dict)
 
     @property
