@@ -27,6 +27,8 @@ def batch(pre, images: Sequence[torch.Tensor], dtype: torch.dtype, uint8_kernel:
     by_shape: dict[tuple, list[int]] = {}
     for i, im in enumerate(images):
         by_shape.setdefault(tuple(im.shape), []).append(i)
+    if len(by_shape) == 1:  # one shape (the usual batch): no copy into a second buffer, as the host path
+        return group(pre, torch.stack(list(images)), uint8_kernel).to(dtype)
     device = images[0].device
     out = torch.empty((len(images), 3, pre.crop, pre.crop), device=device, dtype=torch.float32)
     for idx in by_shape.values():
