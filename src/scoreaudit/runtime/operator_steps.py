@@ -113,18 +113,29 @@ class OperatorSteps:
                 raise OperatorFailure(f"operator '{op.name}' returned a variant that is not uint8 H×W×3")
         return outs
 
-    def _measure(self, s: MeasureSpec, img: Img, out: Any, dose: float) -> Any:
-        """One measure of one variant (the identity dose's variant is the original): its cache value."""
+    @staticmethod
+    def _info(out: Any) -> dict[str, float]:
+        if hasattr(out, "float_info"):  # a DeviceVariant: its 0-d device tensors come back together
+            return out.float_info()
+        return {k: float(v) for k, v in dict(out.info).items()}
+
+    def _measures(self, img: Img, jobs: list[tuple]) -> list[Any]:
+        """Cache values of (step, spec, output, dose) jobs of one image (an identity dose's variant is the original).
+
+        On the tensor path (img.dev) they are computed on the device and come back in one transfer."""
         op, ident = self.op, self.op.identity
         if img.dev is not None:
             from scoreaudit.runtime import tensor_steps
 
-            return tensor_steps.compute(self.ctx, s, img, out, op.region, dose, ident)
+            return tensor_steps.compute_many(self.ctx, [(s, img, out, op.region, d, ident) for _, s, out, d in jobs])
         mask = img.masks.masks.get(op.region) if op.region else None
-        variant = img.image if dose == ident else out.image
-        mctx = MeasureContext(original=img.image, variant=variant, masks=img.masks.masks,
-                              operator_mask=mask, info=dict(out.info), dose=dose, identity=ident)
-        return compute_measure(self.ctx, s, mctx)
+        values = []
+        for _, s, out, d in jobs:
+            mctx = MeasureContext(original=img.image, variant=img.image if d == ident else out.image,
+                                  masks=img.masks.masks, operator_mask=mask, info=dict(out.info), dose=d,
+                                  identity=ident)
+            values.append(compute_measure(self.ctx, s, mctx))
+        return values
 
     # ---------------------------------------------------------------- the batch
 
@@ -154,16 +165,16 @@ class OperatorSteps:
                 failed.add(i)
                 ctx.exclude(arm.name, img.record.image_id, img.record.row, "operator", str(exc))
                 continue
+            jobs = []
             for d, out in zip(need, outs):
                 if d != ident:
                     pixels[i, d] = out
                     if not vlook.has(vsteps[i, d].key):  # its pixels come back once, for the content hash
-                        vlook.done(vsteps[i, d], {"content_hash": hash_array(out.image),
-                                                  "info": {k: float(v) for k, v in dict(out.info).items()}})
-                for s in self.specs:
-                    step = msteps[i, d, s.role, s.name]
-                    if not mlook.has(step.key):
-                        mlook.done(step, self._measure(s, img, out, d))
+                        vlook.done(vsteps[i, d], {"content_hash": hash_array(out.image), "info": self._info(out)})
+                jobs += [(msteps[i, d, s.role, s.name], s, out, d) for s in self.specs
+                         if not mlook.has(msteps[i, d, s.role, s.name].key)]
+            for (step, _, _, _), value in zip(jobs, self._measures(img, jobs)):
+                mlook.done(step, value)
 
         live = [i for i in range(len(imgs)) if i not in failed]
         values = {k: mlook.get(step.key) for k, step in msteps.items() if k[0] in live}

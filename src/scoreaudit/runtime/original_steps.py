@@ -28,17 +28,22 @@ def original_measures(ctx: RunContext, arm: ArmIR, imgs: list[Img], specs: list[
             slot = f"measure {s.role}:{s.name} {arm.name}/{img.record.image_id} {ORIGINAL}@0.0"
             steps[i, s.name] = (s, s.key(vkey.key, img.masks.hashes, slot))
     look = Lookup(ctx, (st for _, st in steps.values()))
+    todo = [(i, s, st) for (i, _), (s, st) in steps.items() if not look.has(st.key)]
+    on_device = [job for job in todo if imgs[job[0]].dev is not None]
+    if on_device:  # the tensor path: on the device copies, the values back in one transfer
+        from scoreaudit.runtime import tensor_steps
+
+        values = tensor_steps.compute_many(ctx, [(s, imgs[i], None, None, 0.0, 0.0) for i, s, _ in on_device])
+        for (_, _, st), value in zip(on_device, values):
+            look.done(st, value)
+    for i, s, st in todo:
+        img = imgs[i]
+        if img.dev is None and not look.has(st.key):
+            mctx = MeasureContext(original=img.image, variant=img.image, masks=img.masks.masks,
+                                  operator_mask=None, info={}, dose=0.0, identity=0.0)
+            look.done(st, compute_measure(ctx, s, mctx))
     for (i, name), (s, st) in steps.items():
         img = imgs[i]
-        if not look.has(st.key):
-            if img.dev is not None:  # the tensor path: on the device copy
-                from scoreaudit.runtime import tensor_steps
-
-                look.done(st, tensor_steps.compute(ctx, s, img, None, None, 0.0, 0.0))
-            else:
-                mctx = MeasureContext(original=img.image, variant=img.image, masks=img.masks.masks,
-                                      operator_mask=None, info={}, dose=0.0, identity=0.0)
-                look.done(st, compute_measure(ctx, s, mctx))
         value = look.get(st.key)
         if isinstance(value, dict):
             ctx.exclude(arm.name, img.record.image_id, img.record.row, "measure",

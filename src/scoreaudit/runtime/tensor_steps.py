@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from scoreaudit.plugins.base import MeasureContext, OperatorOutput
+from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.registry import REGISTRIES, load_plugins
 
 TENSOR_PATH_CHOICES = ("auto", "on", "off")
@@ -58,11 +58,12 @@ def resolve_tensor_path(choice: str, device: str, executor: str = "local") -> tu
 class DeviceVariant:
     """One operator output on the tensor path: the device tensor, its info, a host copy made at most once."""
 
-    __slots__ = ("_tensor", "_host", "info", "device")
+    __slots__ = ("_tensor", "_host", "info", "device", "_floats")
 
     def __init__(self, tensor: Any = None, info: Mapping[str, Any] | None = None, host: np.ndarray | None = None,
                  device: str = "cpu"):
         self._tensor, self._host, self.info, self.device = tensor, host, dict(info or {}), device
+        self._floats: dict[str, float] | None = None
 
     @property
     def tensor(self):
@@ -81,7 +82,23 @@ class DeviceVariant:
         return self._host
 
     def float_info(self) -> dict[str, float]:
-        return {k: float(v) for k, v in self.info.items()}
+        """The info values as floats (0-d device tensors come back together, in one transfer)."""
+        if self._floats is None:
+            self._floats = dict(zip(self.info, _floats(list(self.info.values()))))
+        return self._floats
+
+
+def _floats(values: Sequence[Any]) -> list[float]:
+    """Floats of numbers and 0-d tensors; the tensors are stacked and downloaded in one transfer."""
+    import torch
+
+    out: list[Any] = list(values)
+    idx = [k for k, v in enumerate(out) if isinstance(v, torch.Tensor)]
+    if idx:
+        got = torch.stack([out[k].reshape(()).to(torch.float64) for k in idx]).cpu().tolist()
+        for k, v in zip(idx, got):
+            out[k] = v
+    return [float(v) for v in out]
 
 
 def _note_once(ctx, key: str, text: str) -> None:
@@ -172,9 +189,30 @@ def _torch_measure(ctx, spec) -> Any:
     return ctx._plugins[ident]
 
 
-def compute(ctx, spec, img, variant: DeviceVariant | None, operator_region: str | None,
-            dose: float, identity: float) -> Any:
-    """A measure's value for the cache on the tensor path: float (NaN allowed) or {"failure": reason}.
+def compute_many(ctx, jobs: Sequence[tuple]) -> list[Any]:
+    """Cache values of measures `(spec, img, variant, operator_region, dose, identity)` on the tensor path:
+    float (NaN allowed) or {"failure": reason}; the device results come back together, in one transfer."""
+    out: list[Any] = [_compute(ctx, *job) for job in jobs]
+    idx = [k for k, v in enumerate(out) if not isinstance(v, (dict, float))]
+    if idx:
+        try:
+            got = _floats([out[k] for k in idx])
+        except Exception as exc:  # a device error surfacing only now: each value on its own
+            got = []
+            for k in idx:
+                try:
+                    got.append(float(out[k]))
+                except Exception:
+                    spec = jobs[k][0]
+                    got.append({"failure": f"{spec.role} '{spec.name}' failed: {type(exc).__name__}: {exc}"})
+        for k, v in zip(idx, got):
+            out[k] = v
+    return [v if isinstance(v, dict) or math.isfinite(v) or math.isnan(v) else float("nan") for v in out]
+
+
+def _compute(ctx, spec, img, variant: DeviceVariant | None, operator_region: str | None,
+             dose: float, identity: float) -> Any:
+    """A 0-d device tensor (torch twin), a float (reference fallback) or {"failure": reason}.
 
     `variant` None means the unaltered image (the `original` rows); an identity dose's variant
     holds the uploaded original itself, so measures that test "variant is original" see it.
@@ -192,7 +230,7 @@ def compute(ctx, spec, img, variant: DeviceVariant | None, operator_region: str 
                               operator_mask=img.masks.masks.get(operator_region) if operator_region else None,
                               info=variant.float_info() if variant is not None else {}, dose=dose,
                               identity=identity)
-        return compute_measure(ctx, spec, mctx)
+        return compute_measure(ctx, spec, mctx)  # float or failure
     from scoreaudit.plugins.gpu.measures import TorchMeasureContext
 
     try:
@@ -201,12 +239,9 @@ def compute(ctx, spec, img, variant: DeviceVariant | None, operator_region: str 
                                    masks=dev.masks,
                                    operator_mask=dev.masks.get(operator_region) if operator_region else None,
                                    info=info, dose=dose, identity=identity)
-        value = float(tm.compute(tctx))
+        value = tm.compute(tctx)
     except Exception as exc:  # a plugin bug or unusable input: excluded, never a crash (as the reference)
         return {"failure": f"{spec.role} '{spec.name}' failed: {type(exc).__name__}: {exc}"}
-    return value if math.isfinite(value) or math.isnan(value) else float("nan")
+    import torch
 
-
-def as_outputs(variants: Sequence[DeviceVariant]) -> list[OperatorOutput]:
-    """Host OperatorOutputs of device variants (downloads each once): for callers that want arrays."""
-    return [OperatorOutput(v.image, v.float_info()) for v in variants]
+    return value if isinstance(value, torch.Tensor) else float(value)
