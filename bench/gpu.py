@@ -21,10 +21,19 @@ are synchronised at their ends: an upper bound that counts the gaps between kern
 a stage as busy), and achieved TFLOP/s as a share of the device's bf16 dense peak
 (--peak-tflops, or looked up from the device name).
 
+--mode run drives `scoreaudit run`'s own runtime instead (runtime.executor.execute on a
+hand-built IR of the same audit: decode, mask regions, the cache, the variant hashes, every
+measure, every scorer): the same audit twice in one process, once on the reference path
+(--tensor-path off) and once on the tensor path (on), each with a fresh cache, and prints
+the wall time, base images/s and forward passes/s of each and their ratio (plus whether the
+two runs' measures agree to 1e-4). The statistics and the report are not timed.
+
 On a CUDA GPU (the intended use):
     python bench/gpu.py --device cuda --scale official --images 4125 --precision bf16
+    python bench/gpu.py --mode run --device cuda --scale official --images 500 --precision bf16
 On a CPU (a smoke run; the figures say nothing about a GPU):
     python bench/gpu.py --device cpu --scale tiny --images 8 --size 96
+    python bench/gpu.py --mode run --device cpu --scale tiny --images 4 --size 64
 
 Not run on a GPU while this was written (none was available); see README "GPU".
 """
@@ -168,11 +177,15 @@ def main() -> int:
     ap.add_argument("--group", type=int, default=4, help="base images per scoring call (20 variants each)")
     ap.add_argument("--peak-tflops", type=float, default=None, help="bf16 dense peak of the device")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    ap.add_argument("--mode", choices=("pipeline", "run"), default="pipeline",
+                    help="pipeline: the device pipeline alone (default); run: the real runtime, reference vs tensor path")
     a = ap.parse_args()
     device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
     if a.threads:
         torch.set_num_threads(a.threads)
     load_plugins()
+    if a.mode == "run":
+        return run_mode(a, device)
     ops, specs = skin_tone_operators(), skin_tone_measures()
     identity = {o.name: operators.get(o.plugin).meta["identity"] for o in ops}
     t0 = time.perf_counter()
@@ -237,6 +250,76 @@ def main() -> int:
     if peak:
         print(f"whole audit: {total_flops / wall / 1e12:.3f} TFLOP/s, {100 * total_flops / wall / (peak * 1e12):.1f} % "
               f"of the {peak:.0f} TFLOP/s bf16 peak")
+    if saved:
+        tm.restore_open_clip(saved)
+    return 0
+
+
+def skin_tone_ir(precision: str, batch_size: int):
+    """The audit above as the IR `scoreaudit run` executes (mask regions instead of face/skin detection)."""
+    from scoreaudit.compiler.ir import (ArmIR, AuditIR, MeasureIR, OperatorIR, PluginCall, RegionCallIR, RegionIR,
+                                        ScorerIR, Settings)
+
+    def c(plugin, **params):
+        return PluginCall(plugin=plugin, version="1", params=params)
+
+    scorers = {name: ScorerIR(name=name, call=c(name, precision=precision, **params), needs_prompt="prompt" in params)
+               for name, params in SCORERS.items()}
+    regions = {r: RegionIR(name=r, expr=RegionCallIR(call=c("mask", column=r))) for r in ("skin", "rest")}
+    ops = {}
+    for o in skin_tone_operators():
+        ident = float(operators.get(o.plugin).meta["identity"])
+        ops[o.name] = OperatorIR(name=o.name, call=c(o.plugin, **o.params.model_dump(exclude_none=True)),
+                                 doses=tuple(float(d) for d in o.doses), identity=ident, pixel_local=True,
+                                 region=o.region)
+    meas = {"ita": MeasureIR(name="ita", call=c("ita", region="skin"), role="measure", region="skin"),
+            "clipping": MeasureIR(name="clipping", call=c("gamut_clip"), role="covariate")}
+    arm = ArmIR(name="real", call=c("images", folder="images", manifest="m.csv"), source="images")
+    return AuditIR(settings=Settings(title="bench", batch_size=batch_size), scorers=scorers, arms={"real": arm},
+                   regions=regions, measures=meas, operators=ops)
+
+
+def run_mode(a, device: str) -> int:
+    """The real runtime on the skin-tone audit: reference path vs tensor path, fresh caches, same process."""
+    import pandas as pd
+
+    from scoreaudit.runtime.executor import execute
+
+    t0 = time.perf_counter()
+    _, saved, _ = build_models(a.scale, device, a.precision)  # into the HF cache the runtime reads
+    print(f"models ({a.scale} scale) built in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    proj = ROOT / "project"
+    paths = synthetic_faces(a.images, a.size, proj / "images")
+    masks = skin_masks(a.size)
+    for name, m in masks.items():
+        Image.fromarray((m * 255).astype(np.uint8)).save(proj / "images" / f"{name}.png")
+    rows = ["id,path,skin,rest"] + [f"i{k},{p.name},skin.png,rest.png" for k, p in enumerate(paths)]
+    (proj / "m.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spec = proj / "bench.audit"
+    spec.write_text('audit "bench" { version: 1 }\n', encoding="utf-8")
+    ir = skin_tone_ir(a.precision, max(1, a.group))
+    figures = {}
+    for path in ("off", "on"):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        summary = execute(ir, None, spec_path=spec, out_dir=ROOT / f"out-{path}", cache_path=ROOT / f"{path}.sqlite",
+                          device=device, progress=False, tensor_path=path)
+        wall = time.perf_counter() - t
+        forwards = sum(summary.counts["steps"].get("score", {}).values())
+        figures[path] = (wall, forwards)
+    print(f"\nscoreaudit run, skin-tone audit: {a.images} base images of {a.size}² px, 4 scorers, "
+          f"{a.scale} models, precision {a.precision}, device {device}, batch_size {max(1, a.group)}")
+    print(f"{'path':<28}{'seconds':>10}{'images/s':>10}{'forwards':>10}{'forwards/s':>12}")
+    for path, label in (("off", "reference (--tensor-path off)"), ("on", "tensor path (on)")):
+        wall, fw = figures[path]
+        print(f"{label:<28}{wall:>10.2f}{a.images / wall:>10.2f}{fw:>10d}{fw / wall:>12.1f}")
+    print(f"tensor path / reference wall time: {figures['on'][0] / figures['off'][0]:.2f}")
+    m = [pd.read_parquet(ROOT / f"out-{p}" / "tables" / "measures.parquet") for p in ("off", "on")]
+    diff = (m[0]["value"] - m[1]["value"]).abs().max()
+    print(f"largest measure difference between the paths: {diff:.2e} (each path measures its own variants, which "
+          "may differ by one 8-bit level; ITA, an angle, can move by degrees on a few pixels when b* is near 0; "
+          "tests/runtime/test_tensor_path.py holds each path's measures to 1e-4 on the same pixels)")
     if saved:
         tm.restore_open_clip(saved)
     return 0
