@@ -84,6 +84,7 @@ FACTS: dict[str, dict[str, Any]] = {
         "data_params": (),  # reads_data: the parameters naming manifest columns; none given = tables only
         "requires": (),  # importable modules the implementation needs (torch, open_clip, ...)
         "differentiable": False,  # score_tensor(x, prompts) gives a score with gradients (probes need it)
+        "takes_tensors": False,  # score() accepts uint8 H×W×3 torch tensors on the run's device (the tensor path)
     },
     "operator": {
         "identity": 0.0,  # the dose that returns the image unchanged

@@ -433,3 +433,30 @@ def test_cli_option_and_resolution(monkeypatch):
     assert on is False and "Ray" in why and "ignored" in why
     with pytest.raises(ValueError):
         resolve_tensor_path("maybe", "cpu")
+
+
+def test_a_torch_scorer_without_the_fact_gets_host_arrays(tmp_path, monkeypatch, fake_log):
+    """Only scorers whose entry declares `takes_tensors` get device tensors (a third-party torch scorer may
+    call numpy on its images)."""
+    import sa_fake_plugins
+
+    reg = REGISTRIES["scorer"]
+    reg.register("fake_torch_mean", version="1", params=sa_fake_plugins.MeanParams, needs_prompt=False,
+                 requires=("torch",))(sa_fake_plugins.FakeMean)
+    try:
+        spec = _project(tmp_path)
+        seen: list[type] = []
+        real = sa_fake_plugins.FakeMean.score
+
+        def score(self, images, prompts, items):
+            seen.extend(type(im) for im in images)
+            return real(self, images, prompts, items)
+
+        monkeypatch.setattr(sa_fake_plugins.FakeMean, "score", score)
+        ir = _ir({"t": ScorerIR(name="t", call=call("fake_torch_mean"))}, operators={"light": _operators()["light"]},
+                 measures={"L": MeasureIR(name="L", call=call("mean_lab", channel="L"), role="measure")})
+        execute(ir, None, spec_path=spec, out_dir=tmp_path / "on", cache_path=tmp_path / "c.sqlite",
+                progress=False, device="cpu", tensor_path="on")
+        assert seen and set(seen) == {np.ndarray}
+    finally:
+        reg._entries.pop("fake_torch_mean", None)  # test-only: the registry has no public removal

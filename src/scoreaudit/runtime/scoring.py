@@ -176,9 +176,11 @@ class ScorerSlot:
 
     @property
     def takes_tensors(self) -> bool:
-        """On the tensor path, a torch scorer built in this process takes device tensors
-        (its Preprocess works where they are); others (numpy scorers, Ray actors) get host arrays."""
-        return bool(getattr(self.ctx, "tensor_path", False)) and self.torch and self.factory is None
+        """On the tensor path, a scorer whose entry declares `takes_tensors` (the model scorers: their
+        Preprocess works where the tensors are), built in this process, gets the device tensors; others
+        (numpy scorers, third-party plugins, Ray actors) get host arrays."""
+        return (bool(getattr(self.ctx, "tensor_path", False)) and bool(self.entry.fact("takes_tensors"))
+                and self.factory is None)
 
     def _score_chunk(self, look: Lookup, chunk: list[ScoreRequest]) -> None:
         if self.takes_tensors and all(r.tensor is not None for r in chunk):

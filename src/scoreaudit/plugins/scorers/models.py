@@ -153,7 +153,7 @@ class LaionParams(WeightsParams):
     pass
 
 
-@scorers.register("laion_aesthetic", differentiable=True, params=LaionParams, version="1", needs_prompt=False,
+@scorers.register("laion_aesthetic", differentiable=True, takes_tensors=True, params=LaionParams, version="1", needs_prompt=False,
                   requires=("torch", "open_clip"),
                   official="improved-aesthetic-predictor: open_clip ViT-L-14-quickgelu/openai (open_clip's own "
                            "loader and transform) + the reference MLP on the L2-normalised embedding",
@@ -211,7 +211,7 @@ PICK_PROCESSOR_FILES = ("preprocessor_config.json", "tokenizer_config.json", "vo
                         "special_tokens_map.json", "config.json")
 
 
-@scorers.register("pickscore", differentiable=True, params=PromptParams, version="1", needs_prompt=True,
+@scorers.register("pickscore", differentiable=True, takes_tensors=True, params=PromptParams, version="1", needs_prompt=True,
                   requires=("torch", "transformers"),
                   official="the PickScore_v1 model card's code: transformers AutoModel + AutoProcessor "
                            "(laion/CLIP-ViT-H-14-laion2B-s32B-b79K), logit_scale.exp() · cosine",
@@ -281,7 +281,7 @@ IR_REPO = "THUDM/ImageReward"
 BERT_REPOS = ("bert-base-uncased", "google-bert/bert-base-uncased")
 
 
-@scorers.register("image_reward", differentiable=True, params=PromptParams, version="1", needs_prompt=True,
+@scorers.register("image_reward", differentiable=True, takes_tensors=True, params=PromptParams, version="1", needs_prompt=True,
                   requires=("torch", "transformers"),
                   official="the image-reward 1.5 package itself (ImageReward.load + score), run in its own venv "
                            "with transformers 4.55.4 (tests/models)",
@@ -348,7 +348,7 @@ class HpsParams(PromptParams):
     version: Literal["2.0", "2.1"] = "2.1"
 
 
-@scorers.register("hpsv2", differentiable=True, params=HpsParams, version="1", needs_prompt=True,
+@scorers.register("hpsv2", differentiable=True, takes_tensors=True, params=HpsParams, version="1", needs_prompt=True,
                   requires=("torch", "open_clip"),
                   official="the hpsv2 1.2.0 package itself (hpsv2.score with hps_version), run in its own venv",
                   tolerance="1e-4 relative (fp32), resized images included (HPSv2 resizes tensors as we do)",
@@ -415,7 +415,7 @@ def _open_clip_dir_weights(folder: Path) -> Path | None:
     return None
 
 
-@scorers.register("clip_score", differentiable=True, params=ClipScoreParams, version="1", needs_prompt=True,
+@scorers.register("clip_score", differentiable=True, takes_tensors=True, params=ClipScoreParams, version="1", needs_prompt=True,
                   requires=("torch", "open_clip"),
                   official="open_clip's create_model_and_transforms (pretrained tag or local-dir) + "
                            "100 · max(cosine, 0)",
