@@ -20,6 +20,7 @@ META_LABELS = {
     "dose_range": "dose range",
     "pixel_local": "pixel-local",
     "on_device": "runs on the GPU in a CUDA run",
+    "takes_tensors": "scores device tensors on the tensor path (--tensor-path)",
     "unit": "unit",
     "needs": "needs",
     "returns": "returns",

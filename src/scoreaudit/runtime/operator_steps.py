@@ -8,6 +8,10 @@ call. Three kinds of cached steps:
 - `measure`: keyed by the variant recipe (measure_steps.py);
 - `score`: keyed by the variant's content hash (scoring.py), so variants
   that equal an image already scored cost nothing.
+On the tensor path (runtime/tensor_steps.py; `Img.dev` set) the sweep runs
+on the device and yields `DeviceVariant`s: the same steps and keys, the
+pixels downloaded once for the content hash, measures computed on the device
+and model scorers handed the tensors.
 The identity dose is never swept for pixels or scored: its variant is the
 original image and its score row copies the original's score. It is swept
 only when its measures are missing (they need the operator's `info`).

@@ -4,7 +4,9 @@
 operator there (gpu.operators); `measure` evaluates measures and covariates on the
 variants (gpu.measures); model scorers take the variant tensors directly (their
 `Preprocess.batch` preprocesses tensors where they are), so nothing returns to the host
-until the scores and measure values do. bench/gpu.py drives this path.
+until the scores and measure values do. bench/gpu.py drives this path; the runtime's
+tensor path (runtime/tensor_steps.py) uploads with `DeviceImage` and calls the same
+operators and measures.
 """
 
 from __future__ import annotations
