@@ -4,7 +4,8 @@ Key of a score: the scorer's plugin, version and parameters (without the
 prompt argument: the resolved prompt text is an input instead, so `"a cat"`
 and `column(p)` holding "a cat" share), the scored image's content hash and
 the prompt when the scorer reads one, the device for torch scorers (bf16 on
-a GPU is not fp32 on a CPU) and, for scorers whose registry entry declares
+a GPU is not fp32 on a CPU), the precision a model scorer's forwards run at
+when it is not fp32 (autocast scores never stand in for exact ones) and, for scorers whose registry entry declares
 `uses_item` (planted, precomputed), the whole `ScoreItem`. So identical images with the
 same prompt are scored once, across arms, operators and specs in a folder.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -82,6 +84,19 @@ def weights_identity(entry: Any, params: dict) -> dict | None:
     return out
 
 
+def forward_precision(entry: Any, params: dict, device: str) -> str | None:
+    """The precision (fp32, fp16, bf16) a model scorer's forwards run at on `device`, from its
+    registry class without building it (only its `precision:` argument is read); None for
+    scorers that do not say, or an unknown precision, which the scorer's factory reports."""
+    choose = getattr(entry.impl, "precision_for", None)
+    if choose is None:
+        return None
+    try:
+        return choose(SimpleNamespace(precision=params.get("precision", "auto")), device)
+    except Exception:  # noqa: BLE001 - an unknown precision: reported when the scorer is built
+        return None
+
+
 class ScorerSlot:
     """One declared scorer: how its steps are keyed, and its (lazy) implementation."""
 
@@ -99,6 +114,7 @@ class ScorerSlot:
         files = weights_identity(self.entry, resolve_paths(self.params, ctx.spec_dir))
         if files is not None:  # a swapped weights file (same path, new content) is a new input
             self.key_params["weights_files"] = files
+        self.precision = forward_precision(self.entry, self.params, ctx.device) if self.torch else None
         self._instance: Any = None
         self.factory: Callable[[], Any] | None = None  # builds the implementation (Ray: a proxy to an actor)
         self._weights: str | None = None
@@ -150,6 +166,8 @@ class ScorerSlot:
         inputs: dict[str, Any] = {"image": content_hash, "prompt": prompt}
         if self.torch:
             inputs["device"] = self.ctx.device
+        if self.precision not in (None, "fp32"):  # fp32 keys are those from before autocast existed
+            inputs["precision"] = f"autocast-{self.precision}"
         if self.uses_item:
             inputs["item"] = _item_json(item)
         slot = f"score {self.name} {record.arm}/{record.image_id} {item.operator}@{item.dose!r}"

@@ -5,8 +5,8 @@ user's official files would be: a fake Hugging Face cache (`models--org--name/re
 Used by tests/models, tests/e2e_models, bench/scoring.py and
 `scripts/make_cross_image_data.py --tiny-models`. Everything is built offline in seconds at
 the default (tiny) scale; `MID` gives ViT-B-sized models at 224 px for benchmarks where the
-forward pass, not preprocessing, dominates. Needs torch, open_clip (its bundled CLIP BPE
-vocabulary builds the CLIP tokenizer) and transformers.
+forward pass, not preprocessing, dominates; `OFFICIAL` the official models' shapes (bench/precision.py).
+Needs torch, open_clip (its bundled CLIP BPE vocabulary builds the CLIP tokenizer) and transformers.
 """
 
 from __future__ import annotations
@@ -71,6 +71,20 @@ MID = Scale(
     hf_projection=512,
     ir_vit=dict(image_size=224, patch=16, dim=768, depth=12, heads=12),
     med_layers=6,
+    med_intermediate=3072,
+)
+
+# The official architectures' shapes (random weights): transformers CLIP ViT-H/14 (PickScore) and BLIP
+# ViT-L/16 + the 12-layer BERT (ImageReward); the open_clip scorers use open_clip's own built-in configs
+# (ViT-L-14-quickgelu, ViT-H-14, ViT-B-32), so nothing is registered at this scale.
+OFFICIAL = Scale(
+    image=224,
+    hf_vision={"hidden_size": 1280, "intermediate_size": 5120, "num_hidden_layers": 32, "num_attention_heads": 16,
+               "patch_size": 14},
+    hf_text={"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "num_attention_heads": 16},
+    hf_projection=1024,
+    ir_vit=dict(image_size=224, patch=16, dim=1024, depth=24, heads=16),
+    med_layers=12,
     med_intermediate=3072,
 )
 

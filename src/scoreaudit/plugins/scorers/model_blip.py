@@ -20,7 +20,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from scoreaudit.plugins.base import ScorerUnavailable
-from scoreaudit.plugins.scorers.model_torch import Preprocess, PromptCache, run_batched, unique_prompts
+from scoreaudit.plugins.scorers.model_torch import (
+    Precision,
+    Preprocess,
+    PromptCache,
+    frozen,
+    plain,
+    run_batched,
+    unique_prompts,
+)
 from scoreaudit.plugins.scorers.model_weights import WeightsError, load_state_dict, load_strict
 
 IR_MEAN, IR_STD = 0.16717362830052426, 1.0333394966054072
@@ -222,10 +230,17 @@ class ImageRewardModel(nn.Module):
         self.blip = _Blip(vit, med)
         self.mlp = _IrMlp(med["hidden_size"])
 
-    def forward(self, pixels, ids, attention_mask):
+    def features(self, pixels, ids, attention_mask):
+        """The text encoder's [CLS] state attending to the image: the part that runs under autocast."""
         img = self.blip.visual_encoder(pixels)
-        txt = self.blip.text_encoder(ids, attention_mask, img)[:, 0, :].float()
-        return (self.mlp(txt) - IR_MEAN) / IR_STD
+        return self.blip.text_encoder(ids, attention_mask, img)[:, 0, :]
+
+    def reward(self, features):
+        """The MLP on `.float()` features, normalised (fp32, as the official code runs it)."""
+        return (self.mlp(features.float()) - IR_MEAN) / IR_STD
+
+    def forward(self, pixels, ids, attention_mask):
+        return self.reward(self.features(pixels, ids, attention_mask))
 
 
 # Keys the official module has that the reward never reads: a checkpoint may lack them.
@@ -279,18 +294,18 @@ def load_tokenizer(folder: Path):
 
 
 class ImageRewardImpl:
-    def __init__(self, files: dict, device: str, dtype: torch.dtype, batch_size: int):
+    def __init__(self, files: dict, device: str, precision: Precision, batch_size: int):
         state = load_state_dict(files["checkpoint"], "image_reward")
         vit = vit_config(state)
         med = med_config(files["med_config"], vit["dim"])
         model = ImageRewardModel(vit, med)
         load_strict(model, state, "image_reward", files["checkpoint"], optional=OPTIONAL_KEYS)
         self.tokenizer = load_tokenizer(files["tokenizer"])
-        self.model = model.to(device=device, dtype=dtype).eval()
-        self.model.mlp.float()  # the official code runs the MLP on .float() features
+        self.model = model.to(device=device, dtype=torch.float32).eval()  # autocast lowers the encoders' ops
         self.pre = Preprocess(size=vit["image_size"], crop=vit["image_size"], mean=(0.48145466, 0.4578275, 0.40821073),
                               std=(0.26862954, 0.26130258, 0.27577711), mode="shortest", crop_rule="torchvision")
-        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        self.device, self.precision, self.batch_size = device, precision, batch_size
+        self.dtype = torch.float32
         self._tok = PromptCache(self._tokenize)
 
     def _tokenize(self, prompts: list[str]) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -316,6 +331,12 @@ class ImageRewardImpl:
         used = int(mask.sum(dim=1).max())
         return ids[:, :used], mask[:, :used]
 
+    def _reward(self, pixels, ids, mask) -> torch.Tensor:
+        """Encoders at the scorer's precision (autocast for fp16/bf16), the reward MLP in fp32."""
+        with self.precision.forward():
+            feats = self.model.features(pixels, ids, mask)
+        return self.model.reward(feats)
+
     @torch.inference_mode()
     def score(self, images, prompts) -> np.ndarray:
         uniq, idx = unique_prompts(prompts, len(images), "image_reward")
@@ -324,17 +345,15 @@ class ImageRewardImpl:
         def fn(sl):
             x = self.pre.batch(images[sl], self.device, self.dtype)
             sel = torch.tensor(idx[sl], device=self.device)
-            return self.model(x, *self.trim(ids[sel], mask[sel]))
+            return self._reward(x, *self.trim(ids[sel], mask[sel]))
 
         return run_batched(images, self.batch_size, fn)
 
     def score_tensor(self, x: torch.Tensor, prompts) -> torch.Tensor:
         """Differentiable ImageReward of float N×3×H×W images in [0, 1] (the probes' path)."""
-        from scoreaudit.plugins.scorers.model_torch import frozen, plain  # noqa: PLC0415
-
         frozen(self.model)
         uniq, idx = unique_prompts(prompts, len(x), "image_reward")
         ids, mask = self._tokens(uniq)
         sel = torch.tensor(idx, device=self.device)
         ids, mask = self.trim(plain(ids)[sel], plain(mask)[sel])
-        return self.model(self.pre.tensor(x.to(self.device), self.dtype), ids, mask).reshape(-1)
+        return self._reward(self.pre.tensor(x.to(self.device), self.dtype), ids, mask).reshape(-1)

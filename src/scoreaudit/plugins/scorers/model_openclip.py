@@ -19,6 +19,7 @@ from torch import nn
 
 from scoreaudit.plugins.base import ScorerUnavailable
 from scoreaudit.plugins.scorers.model_torch import (
+    Precision,
     Preprocess,
     PromptCache,
     frozen,
@@ -99,11 +100,16 @@ def open_clip_preprocess(model: nn.Module, tag_cfg: dict | None) -> Preprocess:
 
 
 class OpenClipPair:
-    """An open_clip model on its device with image/text encoders and prompt-embedding cache."""
+    """An open_clip model (fp32 weights) on its device with image/text encoders and prompt-embedding cache.
 
-    def __init__(self, model: nn.Module, tokenizer, pre: Preprocess, device: str, dtype: torch.dtype):
-        self.device, self.dtype = device, dtype
-        self.model = model.to(device=device, dtype=dtype).eval()
+    Image forwards run at the scorer's `precision` (autocast for fp16/bf16); text is encoded
+    once per prompt, in fp32 (it costs nothing per image, so it stays exact).
+    """
+
+    def __init__(self, model: nn.Module, tokenizer, pre: Preprocess, device: str, precision: Precision):
+        self.device, self.precision = device, precision
+        self.dtype = torch.float32  # weights and inputs; autocast lowers the forward's ops
+        self.model = model.to(device=device, dtype=torch.float32).eval()
         self.tokenizer = tokenizer
         self.pre = pre
         self._text = PromptCache(self._encode_text)
@@ -111,7 +117,8 @@ class OpenClipPair:
     @torch.inference_mode()
     def image_features(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         x = self.pre.batch(images, self.device, self.dtype)
-        return self.model.encode_image(x).float()
+        with self.precision.forward():
+            return self.model.encode_image(x).float()
 
     def _encode_text(self, prompts: list[str]) -> torch.Tensor:
         return self.model.encode_text(self.tokenizer(prompts).to(self.device)).float()
@@ -119,7 +126,9 @@ class OpenClipPair:
     def image_features_tensor(self, x: torch.Tensor) -> torch.Tensor:
         """Differentiable image embeddings of float N×3×H×W images in [0, 1] (the probes' path)."""
         frozen(self.model)
-        return self.model.encode_image(self.pre.tensor(x.to(self.device), self.dtype)).float()
+        x = self.pre.tensor(x.to(self.device), self.dtype)
+        with self.precision.forward():
+            return self.model.encode_image(x).float()
 
     @torch.inference_mode()
     def text_features(self, prompts: Sequence[str]) -> torch.Tensor:
@@ -169,7 +178,7 @@ def load_laion_head(path: Path) -> LaionHead:
 
 
 class LaionImpl:
-    def __init__(self, files: dict, device: str, dtype: torch.dtype, arch: str, tag: str, batch_size: int):
+    def __init__(self, files: dict, device: str, precision: Precision, arch: str, tag: str, batch_size: int):
         open_clip = _open_clip()
         model = build_open_clip(arch)
         load_open_clip_weights(model, files["clip"], f"laion_aesthetic CLIP {arch}")
@@ -181,7 +190,7 @@ class LaionImpl:
                 f"gives {embed}-d ones; the head and the CLIP weights do not belong together"
             )
         pre = open_clip_preprocess(model, open_clip.get_pretrained_cfg(arch, tag))
-        self.clip = OpenClipPair(model, None, pre, device, dtype)
+        self.clip = OpenClipPair(model, None, pre, device, precision)
         self.batch_size = batch_size
 
     @torch.inference_mode()
@@ -207,11 +216,11 @@ def hps_preprocess(model: nn.Module) -> Preprocess:
 
 
 class HpsImpl:
-    def __init__(self, files: dict, device: str, dtype: torch.dtype, arch: str, batch_size: int):
+    def __init__(self, files: dict, device: str, precision: Precision, arch: str, batch_size: int):
         open_clip = _open_clip()
         model = build_open_clip(arch)
         load_open_clip_weights(model, files["checkpoint"], "hpsv2")
-        self.clip = OpenClipPair(model, open_clip.get_tokenizer(arch), hps_preprocess(model), device, dtype)
+        self.clip = OpenClipPair(model, open_clip.get_tokenizer(arch), hps_preprocess(model), device, precision)
         self.batch_size = batch_size
 
     @torch.inference_mode()
@@ -244,7 +253,7 @@ def read_open_clip_config(folder: Path) -> dict:
 
 
 class ClipScoreImpl:
-    def __init__(self, files: dict, device: str, dtype: torch.dtype, arch: str, tag: str | None, batch_size: int):
+    def __init__(self, files: dict, device: str, precision: Precision, arch: str, tag: str | None, batch_size: int):
         open_clip = _open_clip()
         folder = files.get("folder")
         name = f"local-dir:{folder}" if folder is not None else arch
@@ -252,7 +261,7 @@ class ClipScoreImpl:
         model = build_open_clip(name, quick_gelu=bool((tag_cfg or {}).get("quick_gelu", False)))
         load_open_clip_weights(model, files["checkpoint"], f"clip_score {arch}")
         pre = open_clip_preprocess(model, tag_cfg)
-        self.clip = OpenClipPair(model, open_clip.get_tokenizer(name), pre, device, dtype)
+        self.clip = OpenClipPair(model, open_clip.get_tokenizer(name), pre, device, precision)
         self.batch_size = batch_size
 
     @torch.inference_mode()

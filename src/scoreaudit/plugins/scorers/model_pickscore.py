@@ -9,7 +9,15 @@ import numpy as np
 import torch
 
 from scoreaudit.plugins.base import ScorerUnavailable
-from scoreaudit.plugins.scorers.model_torch import Preprocess, PromptCache, frozen, plain, run_batched, unique_prompts
+from scoreaudit.plugins.scorers.model_torch import (
+    Precision,
+    Preprocess,
+    PromptCache,
+    frozen,
+    plain,
+    run_batched,
+    unique_prompts,
+)
 from scoreaudit.plugins.scorers.model_weights import WeightsError
 
 
@@ -46,7 +54,7 @@ def _from_pretrained(cls, folder: Path, **kw):
 
 
 class PickScoreImpl:
-    def __init__(self, files: dict, device: str, dtype: torch.dtype, batch_size: int):
+    def __init__(self, files: dict, device: str, precision: Precision, batch_size: int):
         from transformers import AutoTokenizer, CLIPModel  # noqa: PLC0415
 
         model_dir, proc_dir = files["model"], files["processor"]
@@ -63,11 +71,13 @@ class PickScoreImpl:
         except Exception as e:  # noqa: BLE001
             raise ScorerUnavailable(f"pickscore: cannot load the CLIP tokenizer in {proc_dir} ({e})") from None
         self.pre = hf_clip_preprocess(proc_dir)
-        self.model = model.to(device=device, dtype=dtype).eval()
-        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        self.model = model.to(device=device, dtype=torch.float32).eval()  # autocast lowers the image forward
+        self.device, self.precision, self.batch_size = device, precision, batch_size
+        self.dtype = torch.float32
         self._text = PromptCache(self._encode_text)
 
     def _encode_text(self, prompts: list[str]) -> torch.Tensor:
+        """fp32 at every precision: each prompt is encoded once, so exactness costs nothing per image."""
         t = self.tokenizer(prompts, padding=True, truncation=True, max_length=77, return_tensors="pt").to(self.device)
         out = self.model.text_model(input_ids=t["input_ids"], attention_mask=t["attention_mask"])
         feats = self.model.text_projection(out.pooler_output).float()
@@ -86,8 +96,9 @@ class PickScoreImpl:
 
         def fn(sl):
             x = self.pre.batch(images[sl], self.device, self.dtype)
-            out = self.model.vision_model(pixel_values=x)
-            img = self.model.visual_projection(out.pooler_output).float()
+            with self.precision.forward():
+                out = self.model.vision_model(pixel_values=x)
+                img = self.model.visual_projection(out.pooler_output).float()
             img = img / img.norm(dim=-1, keepdim=True)
             return scale * (img * text[idx_t[sl]]).sum(-1)
 
@@ -99,7 +110,9 @@ class PickScoreImpl:
         uniq, idx = unique_prompts(prompts, len(x), "pickscore")
         with torch.no_grad():
             text = plain(self._text_features(uniq))
-        out = self.model.vision_model(pixel_values=self.pre.tensor(x.to(self.device), self.dtype))
-        img = self.model.visual_projection(out.pooler_output).float()
+        x = self.pre.tensor(x.to(self.device), self.dtype)
+        with self.precision.forward():
+            out = self.model.vision_model(pixel_values=x)
+            img = self.model.visual_projection(out.pooler_output).float()
         img = img / img.norm(dim=-1, keepdim=True)
         return self.model.logit_scale.float().exp() * (img * text[torch.tensor(idx, device=text.device)]).sum(-1)

@@ -1,4 +1,4 @@
-"""Shared torch code of the model scorers: device, precision, batched preprocessing.
+"""Shared torch code of the model scorers: device, precision (autocast), batched preprocessing.
 
 Imported only from the scorers' constructors (torch is heavy). Preprocessing
 works on tensors built from the runtime's uint8 H×W×3 RGB arrays and follows
@@ -14,6 +14,7 @@ tests/models measure the remaining score difference against the official code.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Literal, Sequence
@@ -23,18 +24,49 @@ import torch
 import torch.nn.functional as F
 
 from scoreaudit.plugins.base import ScorerUnavailable
+from scoreaudit.plugins.scorers.model_precision import choose_precision, device_type
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-def resolve_precision(device: str, ctor_precision: str, param_precision: str) -> torch.dtype:
-    """The scorer's `precision:` wins over the runtime's; "auto" = fp16 on CUDA, fp32 on the CPU."""
-    choice = param_precision if param_precision != "auto" else ctor_precision
-    if choice in (None, "auto"):
-        return torch.float16 if device.startswith("cuda") else torch.float32
-    if choice not in DTYPES:
-        raise ScorerUnavailable(f"unknown precision {choice!r}: use auto, fp32, fp16 or bf16")
-    return DTYPES[choice]
+@dataclass(frozen=True)
+class Precision:
+    """How a scorer's forwards run. Weights always stay fp32; fp16/bf16 wrap each image forward in
+    `torch.autocast`, which runs matrix products, convolutions and attention in the reduced type
+    and (on CUDA) softmax, norms and reductions in fp32, while residual sums promote back to fp32.
+    Casting the weights instead (the previous behaviour) ran every op in half precision and left
+    no exact fallback inside a forward. Heads the official code runs on `.float()` features run
+    under `exact()`. fp32 enters no autocast region: its numbers are those of a plain forward.
+    """
+
+    name: str  # fp32 | fp16 | bf16
+    device_type: str  # torch.autocast's device type: "cpu" or "cuda"
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return AUTOCAST_DTYPES.get(self.name)
+
+    def forward(self):
+        """The context a forward runs in: autocast to fp16/bf16, or nothing for fp32."""
+        if self.name == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, dtype=AUTOCAST_DTYPES[self.name])
+
+    def exact(self):
+        """A region forced back to fp32 inside a forward (heads the official code runs on .float() features)."""
+        if self.name == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, enabled=False)
+
+
+def resolve_precision(device: str, ctor_precision: str | None, param_precision: str | None,
+                      auto: dict[str, str] | None = None) -> Precision:
+    """The `Precision` a scorer on `device` runs at (see `choose_precision`)."""
+    name = choose_precision(device, ctor_precision, param_precision, auto or {})
+    kind = device_type(device)
+    if name != "fp32" and not torch.amp.is_autocast_available(kind):
+        raise ScorerUnavailable(f"precision {name} needs torch.autocast on {kind!r}, which this torch lacks; use fp32")
+    return Precision(name, kind)
 
 
 def resolve_device(device: str) -> str:

@@ -3,9 +3,12 @@
 Weights come from the `weights:` argument (a local file or folder) or from
 the Hugging Face cache under the official repo ids; scoreaudit never
 downloads at run time (see model_weights). Each scorer loads its model once
-per instance, batches on the GPU in fp16/bf16 when asked ("auto": fp16 on
-CUDA, fp32 on the CPU), and reproduces the official implementation's numbers
-(tests/models checks each against the official code path on tiny models).
+per instance with fp32 weights and runs its image forwards at a precision:
+fp32 (exact, the official numbers), or fp16/bf16 under torch.autocast. "auto"
+is the scorer's own choice per device type (`AUTO_PRECISION`, justified by
+bench/precision.py's measurements and stated in `scoreaudit scorers`); fp32
+on the CPU. tests/models checks fp32 against the official code path on tiny
+models and reduced precision against fp32.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Literal, Optional, Sequence, Union
 import numpy as np
 
 from scoreaudit.plugins.base import ScorerUnavailable
+from scoreaudit.plugins.scorers.model_precision import choose_precision
 from scoreaudit.plugins.scorers.model_weights import (
     INSTALL_HINT,
     HubFile,
@@ -39,6 +43,30 @@ Prompt = Optional[Union[str, ColumnValue]]
 BATCH = {"cpu": 64, "cuda": 64}
 
 
+# What `scoreaudit scorers` says about each scorer's precision: what `auto` runs at and why, and what
+# was measured against fp32 (bench/precision.py, tests/models/test_precision.py) and where.
+_UNMEASURED = ("Not measured: fp16/bf16 on a GPU, and any precision on the official weights (neither was "
+               "available where this was written); run bench/precision.py --device cuda with the weights cached.")
+_TINY = "Tiny random models: bf16 within 20% of the score SD (tests/models/test_precision.py)."
+PRECISION_NOTES = {
+    "laion_aesthetic": "auto: fp16 autocast of the CLIP forward on CUDA (the official inference loads CLIP with "
+                       "OpenAI's clip.load, which casts it to fp16 on a GPU), MLP head and normalisation in fp32; "
+                       "fp32 on the CPU. Weights stay fp32; `precision:` fp32 is exact, bf16 opt-in. "
+                       f"{_TINY} {_UNMEASURED}",
+    "pickscore": "auto: fp32 everywhere (the model card's code runs fp32); fp16/bf16 autocast of the image "
+                 "forward with `precision:` (prompt embeddings stay fp32). "
+                 f"{_TINY} {_UNMEASURED}",
+    "image_reward": "auto: fp32 everywhere (ImageReward.load runs fp32); fp16/bf16 autocast of the ViT and text "
+                    "encoder with `precision:`, the reward MLP always fp32. "
+                    f"{_TINY} {_UNMEASURED}",
+    "hpsv2": "auto: fp16 autocast on CUDA, as hpsv2.score itself runs (torch.cuda.amp.autocast), prompt "
+             "embeddings in fp32; fp32 on the CPU (where the official autocast is inactive). bf16 opt-in. "
+             f"{_TINY} {_UNMEASURED}",
+    "clip_score": "auto: fp32 everywhere (open_clip's default); fp16/bf16 autocast of the image forward with "
+                  f"`precision:`. {_TINY} {_UNMEASURED}",
+}
+
+
 class WeightsParams(Params):
     weights: Optional[str] = None  # local file/dir; None: the Hugging Face cache
     precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
@@ -54,6 +82,11 @@ class _ModelScorer:
     """Shared life cycle: locate weights (cheap), build the implementation once, hash lazily."""
 
     _modules: tuple[str, ...] = ("torch",)
+    # What `precision: auto` runs at, per torch device type (absent: fp32): the precision the official
+    # implementation itself runs at there, so auto never strays further from the official numbers than
+    # the official code does. fp16/bf16 for a scorer whose official code runs fp32 is the user's choice
+    # (`precision:`), with the figures bench/precision.py measured stated in `scoreaudit scorers`.
+    AUTO_PRECISION: dict[str, str] = {}
 
     def __init__(self, params, device: str = "cpu", precision: str = "auto") -> None:
         _require(*self._modules)
@@ -61,11 +94,22 @@ class _ModelScorer:
 
         self.params = params
         self.device = resolve_device(device)
-        self.dtype = resolve_precision(self.device, precision, getattr(params, "precision", "auto"))
+        self.precision = resolve_precision(self.device, precision, getattr(params, "precision", "auto"),
+                                           self.AUTO_PRECISION)
         self.files = dict(self.locate_for_run(params).require())
         self._batch = BATCH["cuda" if self.device.startswith("cuda") else "cpu"]
         self._hash: str | None = None
         self.impl = self.build()
+
+    def use_precision(self, name: str) -> None:
+        """Run later forwards at `name` (fp32, fp16, bf16) on the same loaded weights (they stay fp32).
+
+        For comparing precisions on one load (bench/precision.py, tests); a run sets it once.
+        """
+        from scoreaudit.plugins.scorers.model_torch import resolve_precision  # noqa: PLC0415
+
+        self.precision = resolve_precision(self.device, name, None)
+        getattr(self.impl, "clip", self.impl).precision = self.precision
 
     @property
     def batch_size(self) -> int:
@@ -75,6 +119,14 @@ class _ModelScorer:
     @batch_size.setter
     def batch_size(self, value: int) -> None:
         self.impl.batch_size = int(value)
+
+    @classmethod
+    def precision_for(cls, params, device: str, precision: str = "auto") -> str:
+        """The precision name (fp32, fp16, bf16) this scorer runs at on `device`, without torch.
+
+        The runtime puts it in score cache keys, so fp32 and autocast scores never mix.
+        """
+        return choose_precision(device, precision, getattr(params, "precision", "auto"), cls.AUTO_PRECISION)
 
     @classmethod
     def locate(cls, params) -> Located:  # pragma: no cover - every subclass defines it
@@ -157,8 +209,7 @@ class LaionParams(WeightsParams):
                   requires=("torch", "open_clip"),
                   official="improved-aesthetic-predictor: open_clip ViT-L-14-quickgelu/openai (open_clip's own "
                            "loader and transform) + the reference MLP on the L2-normalised embedding",
-                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision="auto: CLIP in fp16 on CUDA, the MLP head in fp32; "
-                  "not yet measured on a GPU (none was available)")
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision=PRECISION_NOTES["laion_aesthetic"])
 class LaionAesthetic(_ModelScorer):
     """LAION improved aesthetic predictor: MLP head on the L2-normalised OpenAI CLIP ViT-L/14 image embedding.
 
@@ -169,6 +220,8 @@ class LaionAesthetic(_ModelScorer):
     """
 
     _modules = ("torch", "open_clip")
+    # The official inference code loads CLIP with OpenAI's clip.load, which casts it to fp16 on a GPU.
+    AUTO_PRECISION = {"cuda": "fp16"}
 
     @classmethod
     def locate(cls, params) -> Located:
@@ -194,7 +247,7 @@ class LaionAesthetic(_ModelScorer):
     def build(self):
         from scoreaudit.plugins.scorers.model_openclip import LaionImpl  # noqa: PLC0415
 
-        return LaionImpl(self.files, self.device, self.dtype, LAION_ARCH, LAION_TAG, self.batch_size)
+        return LaionImpl(self.files, self.device, self.precision, LAION_ARCH, LAION_TAG, self.batch_size)
 
 
 class PromptParams(WeightsParams):
@@ -215,7 +268,7 @@ PICK_PROCESSOR_FILES = ("preprocessor_config.json", "tokenizer_config.json", "vo
                   requires=("torch", "transformers"),
                   official="the PickScore_v1 model card's code: transformers AutoModel + AutoProcessor "
                            "(laion/CLIP-ViT-H-14-laion2B-s32B-b79K), logit_scale.exp() · cosine",
-                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision='auto: fp16 weights on CUDA (bf16 or fp32 with `precision:`), fp32 on the CPU; half precision not yet measured against fp32 on a GPU (none was available); on the CPU bf16 stays within 5% (tests/models)')
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision=PRECISION_NOTES["pickscore"])
 class PickScore(_ModelScorer):
     """PickScore_v1: logit_scale · cos(text, image) of the fine-tuned CLIP ViT-H/14.
 
@@ -271,7 +324,7 @@ class PickScore(_ModelScorer):
     def build(self):
         from scoreaudit.plugins.scorers.model_pickscore import PickScoreImpl  # noqa: PLC0415
 
-        return PickScoreImpl(self.files, self.device, self.dtype, self.batch_size)
+        return PickScoreImpl(self.files, self.device, self.precision, self.batch_size)
 
 
 # ---------------------------------------------------------------- ImageReward
@@ -285,8 +338,7 @@ BERT_REPOS = ("bert-base-uncased", "google-bert/bert-base-uncased")
                   requires=("torch", "transformers"),
                   official="the image-reward 1.5 package itself (ImageReward.load + score), run in its own venv "
                            "with transformers 4.55.4 (tests/models)",
-                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision="auto: fp16 on CUDA, the reward MLP in fp32; "
-                  "not yet measured on a GPU (none was available)")
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision=PRECISION_NOTES["image_reward"])
 class ImageReward(_ModelScorer):
     """ImageReward v1.0 (BLIP + MLP), normalised as (r − 0.16717) / 1.03334.
 
@@ -334,7 +386,7 @@ class ImageReward(_ModelScorer):
     def build(self):
         from scoreaudit.plugins.scorers.model_blip import ImageRewardImpl  # noqa: PLC0415
 
-        return ImageRewardImpl(self.files, self.device, self.dtype, self.batch_size)
+        return ImageRewardImpl(self.files, self.device, self.precision, self.batch_size)
 
 
 # ---------------------------------------------------------------- HPSv2
@@ -352,7 +404,7 @@ class HpsParams(PromptParams):
                   requires=("torch", "open_clip"),
                   official="the hpsv2 1.2.0 package itself (hpsv2.score with hps_version), run in its own venv",
                   tolerance="1e-4 relative (fp32), resized images included (HPSv2 resizes tensors as we do)",
-                  gpu_precision='auto: fp16 weights on CUDA (bf16 or fp32 with `precision:`), fp32 on the CPU; half precision not yet measured against fp32 on a GPU (none was available); on the CPU bf16 stays within 5% (tests/models)')
+                  gpu_precision=PRECISION_NOTES["hpsv2"])
 class Hpsv2(_ModelScorer):
     """HPSv2 (v2.0 / v2.1) on open_clip ViT-H-14: cosine of image and text embeddings.
 
@@ -362,6 +414,8 @@ class Hpsv2(_ModelScorer):
     """
 
     _modules = ("torch", "open_clip")
+    # The official hpsv2.score runs the model under torch.cuda.amp.autocast() (fp16) on a GPU.
+    AUTO_PRECISION = {"cuda": "fp16"}
 
     @classmethod
     def locate(cls, params) -> Located:
@@ -377,7 +431,7 @@ class Hpsv2(_ModelScorer):
     def build(self):
         from scoreaudit.plugins.scorers.model_openclip import HpsImpl  # noqa: PLC0415
 
-        return HpsImpl(self.files, self.device, self.dtype, HPS_ARCH, self.batch_size)
+        return HpsImpl(self.files, self.device, self.precision, HPS_ARCH, self.batch_size)
 
 
 # ---------------------------------------------------------------- CLIP score
@@ -419,7 +473,7 @@ def _open_clip_dir_weights(folder: Path) -> Path | None:
                   requires=("torch", "open_clip"),
                   official="open_clip's create_model_and_transforms (pretrained tag or local-dir) + "
                            "100 · max(cosine, 0)",
-                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision='auto: fp16 weights on CUDA (bf16 or fp32 with `precision:`), fp32 on the CPU; half precision not yet measured against fp32 on a GPU (none was available); on the CPU bf16 stays within 5% (tests/models)')
+                  tolerance='1e-4 relative (fp32) where the official pipeline does not resize; resized images: PIL vs torch bicubic, within 5% of the score spread (tests/models)', gpu_precision=PRECISION_NOTES["clip_score"])
 class ClipScore(_ModelScorer):
     """CLIP score: 100 · max(cos(text, image), 0) with any open_clip model.
 
@@ -507,7 +561,7 @@ class ClipScore(_ModelScorer):
         from scoreaudit.plugins.scorers.model_openclip import ClipScoreImpl  # noqa: PLC0415
 
         arch = self.params.model
-        return ClipScoreImpl(self.files, self.device, self.dtype, arch, self.params.pretrained, self.batch_size)
+        return ClipScoreImpl(self.files, self.device, self.precision, arch, self.params.pretrained, self.batch_size)
 
 
 __all__ = ["LaionAesthetic", "PickScore", "ImageReward", "Hpsv2", "ClipScore", "find_in_hf_cache"]
