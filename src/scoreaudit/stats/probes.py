@@ -8,15 +8,20 @@ seed); the trajectories of one prompt form a cluster, and the estimate is the
 mean of cluster means of last-minus-first differences, with the context's
 shared machinery (cluster bootstrap, the audit's test over cluster means).
 
-Planted model (for `simulate`): per trajectory, the first value is
-N(30, 10²) (labels: 1 with probability 1/2) and the last is the first plus
-the planted drift `probe_drift` plus N(0, noise²) (labels: 1 with
-probability 1/2 + `probe_shift`), from `--truth {"SCORER": {"probe_drift": D,
-"probe_shift": S, "noise": σ}}`; so the true values are D and S.
+Planted model (for `simulate`): the declared probe's own trajectories (its
+prompts × its seeds, `probe_shapes`; 40 placeholder prompts only when the
+prompts file cannot be read); per trajectory and measure (the scorer's
+`score` included), the first value is N(30, 10²) (labels: 1 with
+probability 1/2) and the last is the first plus the planted drift
+`probe_drift` plus N(0, noise²) (labels: 1 with probability 1/2 +
+`probe_shift`), from `--truth {"SCORER": {"probe_drift": D, "probe_shift":
+S, "noise": σ}}`; so the true values are D and S.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -28,7 +33,40 @@ from scoreaudit.stats.context import ArmData, StatContext
 from scoreaudit.stats.estimate import Estimate
 
 COLUMNS = ("probe", "scorer", "prompt", "cluster", "seed", "iteration", "measure", "label", "value")
-PLANTED_TRAJECTORIES = (40, 2)  # planted probes: prompts (clusters) × seeds
+DEFAULT_PROMPTS = 40  # planted prompts of a probe whose prompts cannot be read (no spec folder, missing file)
+
+
+@dataclass(frozen=True)
+class ProbeShape:
+    """What simulate plants for one probe: its prompts (one cluster each) × its seeds."""
+
+    prompts: tuple[str, ...]
+    seeds: tuple[int, ...]
+    declared: bool  # False: the prompts could not be read, DEFAULT_PROMPTS placeholders stand in
+
+
+def probe_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ProbeShape]:
+    """Every probe's own prompts × seeds, as `run` would optimise them (the same prompt expansion)."""
+    from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+    from scoreaudit.safeio import inside
+
+    out = {}
+    for name, probe in ir.probes.items():
+        p = probe.call.params
+        seeds = tuple(seed_list(p.get("seeds", 1)))
+        prompts: list[str] = []
+        if spec_path is not None:
+            base = Path(spec_path).resolve().parent
+            files = [p["prompts"]] if isinstance(p["prompts"], str) else \
+                [f["file"] for f in p["prompts"].get("factors", {}).values() if isinstance(f, dict)]
+            if all(inside(base / f, base) for f in files):  # the one containment check
+                try:
+                    prompts = [r["prompt"] for r in expand_prompts(p["prompts"], base)]
+                except PromptsError:
+                    prompts = []
+        out[name] = ProbeShape(tuple(prompts), seeds, True) if prompts else \
+            ProbeShape(tuple(f"prompt {k}" for k in range(DEFAULT_PROMPTS)), seeds, False)
+    return out
 
 
 def _ends(ctx: StatContext, probe: str, measure: str, label: str | None) -> pd.DataFrame:
@@ -98,21 +136,28 @@ def probe_shift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
     return float(_planted(tc).get("probe_shift", 0.0))
 
 
-def planted_probe_table(ir: AuditIR, truth: Mapping[str, Any], seed: int = 0) -> pd.DataFrame:
-    """First and last iteration of every planted trajectory of every probe (see the module docstring)."""
+def planted_probe_table(ir: AuditIR, truth: Mapping[str, Any], seed: int = 0,
+                        shapes: Mapping[str, ProbeShape] | None = None) -> pd.DataFrame:
+    """First and last iteration of every planted trajectory of every probe (see the module docstring).
+
+    `shapes` (`probe_shapes`): each probe's prompts and seeds; None plants the declared seeds of
+    DEFAULT_PROMPTS placeholder prompts.
+    """
+    shapes = shapes if shapes is not None else probe_shapes(ir, None)
     rows: list[dict] = []
-    n_prompts, n_seeds = PLANTED_TRAJECTORIES
     for name, probe in ir.probes.items():
         t = dict(truth.get(probe.scorer, truth.get("*", {})))
         drift, shift, noise = float(t.get("probe_drift", 0.0)), float(t.get("probe_shift", 0.0)), \
             float(t.get("noise", 1.0))
         rng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash("probe:" + name)]))
         last_it = int(probe.call.params.get("iterations", 1))
-        for m in probe.call.params["measures"]:
+        shape = shapes[name]
+        measures = [{"measure": "score", "params": {}}] + list(probe.call.params["measures"])
+        for m in measures:
             labels = list(m["params"].get("labels") or [])
-            for p in range(n_prompts):
-                for s in range(n_seeds):
-                    base = {"probe": name, "scorer": probe.scorer, "prompt": f"prompt {p}", "cluster": f"p{p:04d}",
+            for p, prompt in enumerate(shape.prompts):
+                for s in shape.seeds:
+                    base = {"probe": name, "scorer": probe.scorer, "prompt": prompt, "cluster": f"p{p:04d}",
                             "seed": s}
                     if labels:
                         first = rng.random(len(labels)) < 0.5

@@ -128,8 +128,12 @@ def _hyp_true(cell: CellIR, truth: float | None) -> bool | None:
 
 def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, ArmShape],
                    n_boot: int | None = None, model: MeasureModel = MeasureModel(), progress: bool = False,
-                   seed: int | None = None) -> list[dict]:
-    """Rows per cell: truth, hypothesis truth, bias, coverage, power/false-positive rate."""
+                   seed: int | None = None, probe_shapes: Mapping[str, Any] | None = None) -> list[dict]:
+    """Rows per cell: truth, hypothesis truth, bias, coverage, power/false-positive rate.
+
+    `probe_shapes` (stats.probes.probe_shapes): each probe's prompts × seeds to plant; None plants
+    each probe's declared seeds over stats.probes.DEFAULT_PROMPTS placeholder prompts.
+    """
     base_seed = ir.settings.seed if seed is None else seed
     cells = [c for c in ir.cells() if all(a in shapes for a in (c.arms or (c.arm,)) if a)]
     est_rows: dict[str, list[tuple]] = {c.id: [] for c in cells}
@@ -142,7 +146,7 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
         if ir.probes:  # optimisation probes: planted first/last values (stats/probes.py)
             from scoreaudit.stats.probes import planted_probe_table
 
-            tables["probe"] = planted_probe_table(ir, truth, seed=rseed)
+            tables["probe"] = planted_probe_table(ir, truth, seed=rseed, shapes=probe_shapes)
         ir_r = ir.model_copy(update={"settings": ir.settings.model_copy(update={"seed": rseed})})
         ctx = StatContext(ir_r, tables, n_boot=n_boot)
         for c in evaluate_cells(ctx, cells):
@@ -210,7 +214,12 @@ def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=N
     """Run the design diagnosis; return a printable table (and write CSV + JSON when `out` is given)."""
     tr = load_truth(ir, truth)
     shapes = arm_shapes(ir, Path(spec_path) if spec_path else None)
-    rows = run_simulation(ir, reps, tr, shapes, n_boot=n_boot, progress=progress)
+    pshapes = None
+    if ir.probes:  # each probe's own prompts × seeds (stats/probes.py)
+        from scoreaudit.stats.probes import probe_shapes
+
+        pshapes = probe_shapes(ir, Path(spec_path) if spec_path else None)
+    rows = run_simulation(ir, reps, tr, shapes, n_boot=n_boot, progress=progress, probe_shapes=pshapes)
     table = render_table(rows)
     if out:
         o = Path(out)
@@ -221,7 +230,9 @@ def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=N
         meta = {"reps": reps, "truth": tr, "shapes": {k: {"n_clusters": v.n_clusters, "per_cluster": v.per_cluster,
                                                           "strata": {s: list(l) for s, l in v.strata.items()},
                                                           "crossed": list(v.crossed)}
-                                                      for k, v in shapes.items()}, "cells": rows}
+                                                      for k, v in shapes.items()},
+                "probes": {k: {"prompts": len(v.prompts), "seeds": list(v.seeds), "declared": v.declared}
+                           for k, v in (pshapes or {}).items()}, "cells": rows}
         base.with_suffix(".json").write_text(json.dumps(clean(meta), indent=2), encoding="utf-8")
         with base.with_suffix(".csv").open("w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["cell"])
@@ -229,4 +240,8 @@ def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=N
             w.writerows(rows)
     header = (f"design diagnosis: {reps} replications, arms "
               + ", ".join(f"{k} ({v.n_clusters} clusters × {v.per_cluster})" for k, v in shapes.items()))
+    if pshapes:
+        header += ", probes " + ", ".join(
+            f"{k} ({len(v.prompts)} prompts{'' if v.declared else ' (placeholders: prompts unreadable)'} × "
+            f"{len(v.seeds)} seeds)" for k, v in pshapes.items())
     return header + "\n" + table
