@@ -577,7 +577,13 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
     if status is not None:
         cached = sum(1 for v in status["steps"].values() if v == "cached")
         lines.append(f"cache: {cached} steps cached, {len(status['steps']) - cached} to run; images with "
-                     "every step cached: " + ", ".join(f"{a} {c}/{n}" for a, (c, n) in status["images"].items()))
+                     "every step cached: " + ", ".join(f"{a} {c}/{n if n is not None else '?'}"
+                                                       for a, (c, n) in status["images"].items()))
+        for key, what in (("generated", "generated images in the store"),
+                          ("probes", "probe trajectories finished in the store")):
+            if status.get(key):
+                lines.append(f"{what}: " + ", ".join(f"{a} {c}/{n if n is not None else '?'}"
+                                                     for a, (c, n) in status[key].items()))
     return "\n".join(lines)
 
 

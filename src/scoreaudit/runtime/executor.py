@@ -462,6 +462,11 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
     {"images": {arm: [cached, total]}, "steps": {step id: "cached" | "to run"}}: an image is
     cached when its memo is (every one of its steps is); a per-image plan step is cached when
     all the arm's images are. Statistics and the report always run (they read the tables).
+    Generated arms and probes add {"generated": {arm: [in the store, total]}, "probes": {probe:
+    [finished, total]}} from their stores (`generation.store_status`, `probe.store_status`); their
+    `generate/` and `probe/` steps are cached when everything is in the store (a total of None: the
+    pipeline or prompts are missing here). A generated arm's per-image steps are "to run": its
+    images are copied into each run's output, and memos follow those copies.
     Reads the manifests and the image files' bytes; decodes nothing, writes nothing.
     """
     spec_path = Path(spec_path)
@@ -470,6 +475,8 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
     if not cache_path.is_file():
         return None
     root = None if allow_outside else spec_dir
+    stores = _store_status(ir, spec_dir, cache_path, device)  # generated images and probe trajectories
+    ir = ir.model_copy(update={"arms": {n: a for n, a in ir.arms.items() if not is_generated(a)}})
     manifests = load_manifests(ir, spec_dir, root)
     pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
@@ -495,12 +502,40 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
             images[name] = [sum(1 for k in keys if k is not None and k.key in found), len(records)]
     finally:
         cache.close()
+    for name, (done, total) in stores["generated"].items():
+        images[name] = [0, total]
     steps = {}
     for s in plan.steps:
         done = s.arm is not None and s.kind in ("decode", "region", "operator", "measure", "score") and \
             images.get(s.arm, [0, 1])[0] == images.get(s.arm, [0, 1])[1]
+        if s.kind in ("generate", "probe"):
+            found = stores["generated" if s.kind == "generate" else "probes"].get(s.arm or s.params.get("probe"))
+            done = found is not None and found[1] is not None and found[0] == found[1]
         steps[s.id] = "cached" if done else "to run"
-    return {"images": images, "steps": steps}
+    extra = {k: v for k, v in stores.items() if v}
+    return {"images": images, "steps": steps, **extra}
+
+
+def _store_status(ir: AuditIR, spec_dir: Path, cache_path: Path, device: str) -> dict[str, dict]:
+    """{"generated": {arm: [in store, total]}, "probes": {probe: [finished, total]}} for `cache_status`."""
+    out: dict[str, dict] = {"generated": {}, "probes": {}}
+    if not ir.probes and not any(is_generated(a) for a in ir.arms.values()):
+        return out
+    from scoreaudit.runtime import generation, probe as probes
+
+    dev = resolve_device(device, True)  # as `run` resolves it for generation and probes (dtype auto)
+    for name, arm in ir.arms.items():
+        if is_generated(arm):
+            found = generation.store_status(arm, spec_dir=spec_dir, device=dev,
+                                            store=cache_path.with_name(cache_path.name + ".generated"))
+            out["generated"][name] = list(found) if found is not None else [0, None]
+    ctx = RunContext(ir=ir, cache=None, log=None, tables=Tables(), progress=Progress(False), device=dev,
+                     spec_dir=spec_dir)
+    for name, p in ir.probes.items():
+        found = probes.store_status(p, scorer_slot=ScorerSlot(ctx, ir.scorers[p.scorer]), spec_dir=spec_dir,
+                                    device=dev, store=cache_path.with_name(cache_path.name + ".probes"))
+        out["probes"][name] = list(found) if found is not None else [0, None]
+    return out
 
 
 def probed_scorers(ir: AuditIR) -> list[str]:

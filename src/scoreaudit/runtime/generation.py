@@ -279,6 +279,18 @@ def _commit(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def store_status(arm: ArmIR, *, spec_dir: Path, store: Path, device: str) -> tuple[int, int] | None:
+    """(images in the generation store, images of the arm), as `run` would key them on `device`; None
+    when they cannot be known here (pipeline or prompts missing). Reads file metadata only (a local
+    pipeline folder's files are hashed, as `run` does); `scoreaudit plan --cache` shows it."""
+    try:
+        folder, identity = locate_pipeline(arm.name, dict(arm.call.params), spec_dir)
+        jobs = jobs_for(arm, spec_dir, identity, _dtype_name(arm.call.params, device))
+    except (GenerationUnavailable, DiagnosticError):
+        return None
+    return sum(1 for j in jobs if store_path(store, j.key).is_file()), len(jobs)
+
+
 def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, device: str,
                  note: Callable[[str], None] = lambda s: None,
                  make: Callable[..., Generator] = Generator, progress=None) -> tuple[ArmIR, dict]:

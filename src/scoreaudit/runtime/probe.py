@@ -37,7 +37,9 @@ import numpy as np
 
 from scoreaudit.compiler.ir import AuditIR, ProbeIR
 from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
-from scoreaudit.runtime.generation import Generator, _dtype_name, _error, locate_pipeline, sizes
+from scoreaudit.diagnostics import DiagnosticError
+from scoreaudit.runtime.generation import (GenerationUnavailable, Generator, _dtype_name, _error, locate_pipeline,
+                                           sizes)
 
 PROBE_KEY_VERSION = "1"
 FILE = "probes.json"  # the report's first/last thumbnails per trajectory (base64 JPEG)
@@ -253,16 +255,38 @@ def _measures(probe: ProbeIR, spec_dir: Path, device: str) -> list[tuple[str, An
     return out
 
 
+def scorer_identity(scorer_slot) -> dict:
+    """What of the probe's scorer enters a trajectory's key (plugin, version, parameters, weight files)."""
+    return {"plugin": scorer_slot.ir.call.plugin, "version": scorer_slot.ir.call.version,
+            "params": scorer_slot.key_params, "prompt": scorer_slot.params.get("prompt")}
+
+
+def finished(store: Path, t: Trajectory) -> bool:
+    """Whether the store holds the whole trajectory (committed by one rename, trace.json last)."""
+    return (traj_dir(store, t.key) / "trace.json").is_file()
+
+
+def store_status(probe: ProbeIR, *, scorer_slot, spec_dir: Path, store: Path, device: str
+                 ) -> tuple[int, int] | None:
+    """(finished trajectories in the probe store, trajectories of the probe), keyed as `run` would on
+    `device`; None when they cannot be known here (pipeline or prompts missing). For `plan --cache`."""
+    p = dict(probe.call.params)
+    try:
+        _folder, identity = locate_pipeline(probe.name, p, spec_dir)
+        trajs = trajectories(probe, spec_dir, identity, _dtype_name(p, device), scorer_identity(scorer_slot))
+    except (GenerationUnavailable, DiagnosticError):
+        return None
+    return sum(1 for t in trajs if finished(store, t)), len(trajs)
+
+
 def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, store: Path, device: str,
               note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[list[dict], dict]:
     """Optimise (or reuse) every trajectory of one probe; the probe table's rows and run.json's counts."""
     p = dict(probe.call.params)
     folder, identity = locate_pipeline(probe.name, p, spec_dir)
     dtype = _dtype_name(p, device)
-    scorer_key = {"plugin": scorer_slot.ir.call.plugin, "version": scorer_slot.ir.call.version,
-                  "params": scorer_slot.key_params, "prompt": scorer_slot.params.get("prompt")}
-    trajs = trajectories(probe, spec_dir, identity, dtype, scorer_key)
-    todo = [t for t in trajs if not (traj_dir(store, t.key) / "trace.json").is_file()]
+    trajs = trajectories(probe, spec_dir, identity, dtype, scorer_identity(scorer_slot))
+    todo = [t for t in trajs if not finished(store, t)]
     n_it = int(p["iterations"])
     note(f"probe {probe.name}: {len(trajs)} trajectories × {n_it} iterations, {len(trajs) - len(todo)} from the "
          f"store, {len(todo)} new (pipeline {identity[:60]}, scorer {probe.scorer}, dtype {dtype})")
