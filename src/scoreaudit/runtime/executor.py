@@ -554,10 +554,26 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     Data files must lie inside the spec's folder unless `allow_outside` (a spec never reaches
     outside its project on its own). `executor`: "local" (this process) or "ray"
     (runtime/ray_backend.py; `ray_address` joins an existing cluster, None starts a local
-    instance for the run); the tables are the same either way.
+    instance for the run; generated arms and probes run in its pipeline actors); the tables are
+    the same either way.
     """
     if executor not in ("local", "ray"):
         raise ValueError(f"unknown executor {executor!r} (local or ray)")
+    conn = None
+    if executor == "ray":  # one Ray connection for generation, the arms and the probes
+        from scoreaudit.runtime.ray_backend import RayConnection
+
+        conn = RayConnection(ray_address)
+    try:
+        return _execute(ir, plan, spec_path=spec_path, out_dir=out_dir, device=device, cache_path=cache_path,
+                        progress=progress, allow_outside=allow_outside, conn=conn)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _execute(ir: AuditIR, plan: Any, *, spec_path: Path, out_dir: Path, device: str, cache_path: Path | None,
+             progress: bool, allow_outside: bool, conn: Any) -> RunSummary:
     started = utc_now()
     spec_path = Path(spec_path)
     out_dir = Path(out_dir)
@@ -576,7 +592,11 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
         notes: list[str] = []
         with Progress(progress) as gen_prog:  # images/s and steps/s while generating
             ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
-                                        device=gen_dev, note=notes.append, progress=gen_prog)
+                                        device=gen_dev, note=notes.append, progress=gen_prog,
+                                        **({"make": conn.generator} if conn is not None else {}))
+        if conn is not None:  # pipeline actors made the images: free their GPUs for the scorers
+            conn.release_generators()
+            notes.extend(conn.notes)
     known = known_probes(cache_path, {n: _max_pixels(a) for n, a in ir.arms.items()})
     manifests = load_manifests(ir, spec_dir, root, trusted=set(generated), known=known)
     pre = load_precomputed(ir, spec_dir, manifests, root)
@@ -614,10 +634,10 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
         slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
         specs = measure_specs(ir)
         regions = RegionSteps(ctx)  # shared by the arms: a region model loads once
-        if executor == "ray":
+        if conn is not None:
             from scoreaudit.runtime.ray_backend import RayBackend
 
-            backend = RayBackend(ctx, cache_path, ray_address)
+            backend = RayBackend(ctx, cache_path, connection=conn)
 
         def run_arm(stage: ArmStage) -> None:
             arm = ir.arms[stage.arm]
@@ -637,7 +657,8 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
                 rows, probed[name] = run_probe(ir.probes[name], scorer_slot=slots[ir.probes[name].scorer],
                                                spec_dir=spec_dir, out_dir=out_dir,
                                                store=cache_path.with_name(cache_path.name + ".probes"),
-                                               device=resolve_device(device, True), note=log.note, progress=prog)
+                                               device=resolve_device(device, True), note=log.note, progress=prog,
+                                               remote=backend if conn is not None else None)
                 probe_rows.extend(rows)
 
             walk(plan, {"arm": run_arm, "probe": run_probe_step,

@@ -314,10 +314,13 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
         progress.task(lab_i, len(todo))
         progress.task(lab_s, len(todo) * steps)
     started = time.perf_counter()
-    for i in range(0, len(todo), bs):
-        batch = todo[i:i + bs]
-        kw = {"on_step": (lambda n: progress.advance(lab_s, n))} if progress is not None else {}
-        for j, png in zip(batch, gen(batch, **kw)):
+    batches = [todo[i:i + bs] for i in range(0, len(todo), bs)]
+    on_step = (lambda n: progress.advance(lab_s, n)) if progress is not None else None
+    # a remote generator (runtime/ray_backend.py) streams its batches, the next ones already in flight
+    results = gen.stream(batches, on_step) if hasattr(gen, "stream") else \
+        ((b, gen(b, **({"on_step": on_step} if on_step is not None else {}))) for b in batches)
+    for batch, pngs in results:
+        for j, png in zip(batch, pngs):
             _commit(store_path(store, j.key), png)  # committed one by one: a kill loses at most a batch
         if progress is not None:
             progress.advance(lab_i, len(batch))
@@ -357,8 +360,13 @@ def images_arm(arm: ArmIR, dest: Path) -> ArmIR:
 
 
 def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
-                note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[AuditIR, dict]:
-    """The IR with every generated arm replaced by the `images` arm of its generated files."""
+                note: Callable[[str], None] = lambda s: None, progress=None,
+                make: Callable[..., Any] = Generator) -> tuple[AuditIR, dict]:
+    """The IR with every generated arm replaced by the `images` arm of its generated files.
+
+    `make(arm, params, folder, device, dtype)` gives what makes the images: a `Generator` here, or
+    `--executor ray`'s `RayConnection.generator` (a pipeline actor); the store and the keys are the same.
+    """
     gen = {n: a for n, a in ir.arms.items() if is_generated(a)}
     if not gen:
         return ir, {}
@@ -367,5 +375,5 @@ def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path,
     info = {}
     for name, arm in gen.items():
         arms[name], info[name] = generate_arm(arm, spec_dir=spec_dir, out_dir=out_dir, store=store,
-                                              device=device, note=note, progress=progress)
+                                              device=device, note=note, progress=progress, make=make)
     return ir.model_copy(update={"arms": arms}), info

@@ -232,8 +232,8 @@ def _commit(store: Path, key: str, images: list[np.ndarray], trace: list[dict]) 
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    for k, arr in enumerate(images):
-        (tmp / f"it{k:03d}.png").write_bytes(_png(arr))
+    for k, arr in enumerate(images):  # arrays (this process) or PNG bytes (a Ray pipeline actor)
+        (tmp / f"it{k:03d}.png").write_bytes(arr if isinstance(arr, bytes) else _png(arr))
     (tmp / "trace.json").write_text(json.dumps(trace, indent=1), encoding="utf-8")
     try:
         os.replace(tmp, final)  # one rename: a trajectory is in the store whole or not at all
@@ -279,9 +279,29 @@ def store_status(probe: ProbeIR, *, scorer_slot, spec_dir: Path, store: Path, de
     return sum(1 for t in trajs if finished(store, t)), len(trajs)
 
 
+def _local_trajectories(probe: ProbeIR, p: dict, folder: Path, device: str, dtype: str, scorer_slot,
+                        todo: list[Trajectory], advance: Callable[[int], None]):
+    """(trajectory, images, trace) of each trajectory to do, optimised in this process."""
+    import torch
+
+    make = Generator(f"{probe.name}", p, folder, device, dtype)
+    make._load()
+    h, w = sizes(p)
+    gen = OneStep(make.pipe, device, getattr(torch, dtype), float(p.get("guidance", 0.0)), h, w)
+    scorer = scorer_slot.instance
+    sprompt = scorer_slot.params.get("prompt") if isinstance(scorer_slot.params.get("prompt"), str) else None
+    for t in todo:
+        images, trace = optimise(gen, scorer, t.prompt, t.seed, p, sprompt, on_step=lambda: advance(1))
+        yield t, images, trace
+
+
 def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, store: Path, device: str,
-              note: Callable[[str], None] = lambda s: None, progress=None) -> tuple[list[dict], dict]:
-    """Optimise (or reuse) every trajectory of one probe; the probe table's rows and run.json's counts."""
+              note: Callable[[str], None] = lambda s: None, progress=None, remote=None) -> tuple[list[dict], dict]:
+    """Optimise (or reuse) every trajectory of one probe; the probe table's rows and run.json's counts.
+
+    `remote` (`--executor ray`: runtime/ray_backend.py's RayBackend) optimises on the probe's pipeline
+    actor instead of here; keys, store and commits are the same.
+    """
     p = dict(probe.call.params)
     folder, identity = locate_pipeline(probe.name, p, spec_dir)
     dtype = _dtype_name(p, device)
@@ -291,22 +311,14 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
     note(f"probe {probe.name}: {len(trajs)} trajectories × {n_it} iterations, {len(trajs) - len(todo)} from the "
          f"store, {len(todo)} new (pipeline {identity[:60]}, scorer {probe.scorer}, dtype {dtype})")
     if todo:
-        import torch
-
-        make = Generator(f"{probe.name}", p, folder, device, dtype)
-        make._load()
-        h, w = sizes(p)
-        gen = OneStep(make.pipe, device, getattr(torch, dtype), float(p.get("guidance", 0.0)), h, w)
-        scorer = scorer_slot.instance
-        sprompt = scorer_slot.params.get("prompt") if isinstance(scorer_slot.params.get("prompt"), str) else None
         label = f"probe {probe.name} (iterations)"
         if progress is not None:
             progress.task(label, len(todo) * (n_it + 1))
         started = time.perf_counter()
-        for t in todo:
-            images, trace = optimise(gen, scorer, t.prompt, t.seed, p, sprompt,
-                                     on_step=(lambda: progress.advance(label, 1)) if progress is not None
-                                     else (lambda: None))
+        runs = remote.trajectories if remote is not None else _local_trajectories
+        for t, images, trace in runs(probe, p, folder, device, dtype, scorer_slot, todo,
+                                     (lambda n: progress.advance(label, n)) if progress is not None
+                                     else (lambda n: None)):
             _commit(store, t.key, images, trace)
         took = time.perf_counter() - started
         note(f"probe {probe.name}: {len(todo)} trajectories optimised in {took:.1f} s "

@@ -24,6 +24,19 @@ that still fails is split into single images, and an image whose task fails
 on every try becomes an exclusion saying so. Image files (and mask files)
 are read by the workers at the paths the manifest gives, so on a real
 cluster they must be on a filesystem every node mounts at the same path.
+
+Generated arms and optimisation probes run in pipeline actors (`_PipelineActor`):
+one actor per diffusers pipeline loads it once (on first use) and makes
+batches of images, or optimises probe trajectories with the probe's scorer
+built beside it (the gradient runs through both). The driver keeps the keys,
+the stores and the order: it sends the work that is not in the store, commits
+each result as it arrives exactly as a local run does (one PNG, or one
+trajectory folder, by atomic rename), so a killed run resumes and the images
+and tables equal the local executor's. On a CUDA run a generation actor asks
+for a whole GPU (generation runs alone, before any scorer actor; one at a time,
+killed when generation is done); a probe actor is counted with the scorer
+actors that are still alive (`RayBackend.options`). The pipeline's folder (or
+Hugging Face cache) must be at the same path on the node that runs the actor.
 """
 
 from __future__ import annotations
@@ -165,6 +178,16 @@ class ActorScorer:
         if kind == "partial":
             raise ScoreUnavailableForItem(reasons, scores)
         return scores
+
+
+class _ProbeScorer:
+    """The driver's view of a probe's scorer built in its pipeline actor: only its weights' identity."""
+
+    def __init__(self, actor: Any, sir: Any):
+        self.actor, self.sir = actor, sir
+
+    def weights_hash(self) -> str | None:
+        return _ray().get(self.actor.weights_hash.remote(self.sir))
 
 
 class _ScorerActor:
@@ -386,18 +409,148 @@ def gpu_requests(device: str, cluster_gpus: float, n_actors: int, tasks_on_devic
     return max(actor, 0.01), task
 
 
-class RayBackend:
-    """Connects to (or starts) Ray, and runs an arm's batches there; `close()` stops what it started."""
+class _PipelineActor:
+    """One diffusers pipeline, loaded once per actor process on first use: batches of generated images
+    (`generate`) and probe trajectories (`optimise`, with the probe's scorers built here too, since the
+    gradient runs through the pipeline and the scorer)."""
 
-    name = "ray"
+    def __init__(self, name: str, params: dict, folder: str, device: str, dtype: str, entries: list = (),
+                 spec_dir: Any = None, threads: int | None = None) -> None:
+        from pathlib import Path
 
-    def __init__(self, ctx: Any, cache_path: Any, address: str | None = None, num_cpus: int | None = None):
+        from scoreaudit.runtime.generation import Generator
+
+        _register(list(entries))
+        if threads:  # a CPU run: the driver's torch thread count, so the arithmetic is the local run's
+            import torch
+
+            torch.set_num_threads(int(threads))
+        self.loader = Generator(name, params, Path(folder), device, dtype)
+        self.spec_dir = spec_dir
+        self.scorers: dict[str, Any] = {}
+        self.steps: dict[tuple, Any] = {}
+
+    def _pipe(self) -> Any:
+        if self.loader.pipe is None:
+            self.loader._load()
+        return self.loader.pipe
+
+    def where(self) -> dict:
+        """This actor's process and node (run.log says where the work ran)."""
+        return {"pid": os.getpid(), "node": _ray().get_runtime_context().get_node_id(),
+                "gpus": _ray().get_runtime_context().get_assigned_resources().get("GPU", 0.0)}
+
+    def generate(self, arm: str, params: dict, jobs: list) -> list[bytes]:
+        """PNG bytes of each job (runtime/generation.py's Generator, on this actor's loaded pipeline)."""
+        from scoreaudit.runtime.generation import Generator
+
+        pipe = self._pipe()
+        gen = Generator(arm, params, self.loader.folder, self.loader.device, self.loader.dtype)
+        gen.pipe = pipe
+        return gen(jobs)
+
+    def weights_hash(self, sir: Any) -> str | None:
+        impl = self._scorer(sir)
+        return impl.weights_hash() if hasattr(impl, "weights_hash") else None
+
+    def _scorer(self, sir: Any) -> Any:
+        if sir.name not in self.scorers:
+            from scoreaudit.runtime.scoring import build_scorer
+
+            self.scorers[sir.name] = build_scorer(sir, self.loader.device, self.spec_dir)
+        return self.scorers[sir.name]
+
+    def optimise(self, params: dict, sir: Any, scorer_prompt: str | None, prompt: str, seed: int
+                 ) -> tuple[list[bytes], list[dict]]:
+        """One probe trajectory (runtime/probe.py's `optimise`): each iteration's PNG and the trace."""
+        import torch
+
+        from scoreaudit.runtime.generation import sizes
+        from scoreaudit.runtime.probe import OneStep, _png, optimise
+
+        pipe = self._pipe()
+        h, w = sizes(params)
+        k = (float(params.get("guidance", 0.0)), h, w)
+        if k not in self.steps:
+            self.steps[k] = OneStep(pipe, self.loader.device, getattr(torch, self.loader.dtype), k[0], h, w)
+        images, trace = optimise(self.steps[k], self._scorer(sir), prompt, seed, params, scorer_prompt)
+        return [_png(a) for a in images], trace
+
+
+def pipeline_key(params: dict, *extra: Any) -> tuple:
+    """Which pipeline actor serves a generated arm or probe: the same pipeline, revision and dtype setting."""
+    return (params["pipeline"], params.get("revision"), params.get("dtype", "auto"), *extra)
+
+
+def actor_device(device: str) -> str:
+    """The device inside an actor: Ray shows a GPU actor only the GPUs it assigned, as cuda:0 onwards."""
+    return "cuda" if device.startswith("cuda") else device
+
+
+def cpu_threads(device: str) -> int | None:
+    """A CPU run's torch thread count for the pipeline actors: the driver's (None on CUDA)."""
+    if device.startswith("cuda"):
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.get_num_threads()
+
+
+class RemoteGenerator:
+    """runtime/generation.py's Generator interface, served by a pipeline actor (`RayConnection.generator`).
+
+    `stream` keeps `WINDOW_BATCHES` batches in flight, so the actor never waits for the driver to
+    commit; results come back in order.
+    """
+
+    WINDOW_BATCHES = 2
+
+    def __init__(self, conn: "RayConnection", arm: str, params: dict, folder: Any, device: str, dtype: str) -> None:
+        self.conn, self.arm, self.params = conn, arm, params
+        self.folder, self.device, self.dtype = folder, device, dtype
+
+    def __call__(self, jobs: list, on_step: Any = None) -> list[bytes]:
+        return next(self.stream([jobs], on_step))[1]
+
+    def stream(self, batches: list[list], on_step: Any = None):
+        if not batches:  # everything is in the store: no actor, no Ray
+            return
+        actor = self.conn.generation_actor(self.arm, self.params, self.folder, self.device, self.dtype)
+        ray = self.conn.ray
+        steps = int(self.params.get("steps", 30))
+        refs: dict[int, Any] = {}
+        nxt = 0
+        for k, jobs in enumerate(batches):
+            while nxt < len(batches) and nxt < k + self.WINDOW_BATCHES:
+                refs[nxt] = actor.generate.remote(self.arm, self.params, batches[nxt])
+                nxt += 1
+            pngs = ray.get(refs.pop(k))
+            if on_step is not None:  # the actor's steps, counted when its batch is back
+                for _ in range(steps):
+                    on_step(len(jobs))
+            yield jobs, pngs
+
+
+class RayConnection:
+    """Ray for one run, shared by generation, the arms' batches and the probes: joins `address`, or starts
+    a local instance, on first use; `close()` kills the pipeline actors and stops what it started."""
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None) -> None:
+        self.address, self.num_cpus = address, num_cpus
+        self.ray: Any = None
+        self.started = False
+        self.generators: dict[tuple, Any] = {}  # pipeline key -> actor (one alive at a time)
+        self.notes: list[str] = []  # for run.log (generation runs before it exists)
+
+    def get(self) -> Any:
+        if self.ray is not None:
+            return self.ray
+        address = self.address
         if address:
             check_reachable(address)
         ray = _ray()
-        self.ray = ray
-        self.ctx = ctx
-        self.started = False
         if not ray.is_initialized():
             env = worker_env()
             try:
@@ -405,7 +558,8 @@ class RayBackend:
                     ray.init(address=address, log_to_driver=False, configure_logging=False,
                              runtime_env={"env_vars": env})
                 else:  # "local": a new instance even when a `ray start` cluster runs on this machine
-                    ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
+                    ray.init(address="local", num_cpus=self.num_cpus or os.cpu_count() or 1,
+                             include_dashboard=False,
                              object_store_memory=int(os.environ.get("SCOREAUDIT_RAY_OBJECT_STORE_MB", "200"))
                              * 1024 * 1024, log_to_driver=False, configure_logging=False,
                              runtime_env={"env_vars": env})
@@ -413,6 +567,70 @@ class RayBackend:
                 raise RayUnavailable(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") \
                     from None
             self.started = True
+        self.ray = ray
+        return ray
+
+    def pipeline_actor(self, options: dict, name: str, params: dict, folder: Any, device: str, dtype: str,
+                       entries: list = (), spec_dir: Any = None) -> Any:
+        """A new pipeline actor (nothing is loaded until its first call)."""
+        ray = self.get()
+        cls = ray.remote(_PipelineActor).options(**options)  # one .options() call (ray 2.60)
+        return cls.remote(name, params, str(folder), actor_device(device), dtype, list(entries), spec_dir,
+                          cpu_threads(device))
+
+    def generator(self, arm: str, params: dict, folder: Any, device: str, dtype: str) -> RemoteGenerator:
+        """`generation.generate_arm`'s `make`: the arm's images come from its pipeline's actor (started
+        when the first image is not in the store)."""
+        return RemoteGenerator(self, arm, params, folder, device, dtype)
+
+    def generation_actor(self, arm: str, params: dict, folder: Any, device: str, dtype: str) -> Any:
+        """The actor of the arm's pipeline (scheduler and dtype setting included); one alive at a time."""
+        ray = self.get()
+        key = pipeline_key(params, params.get("scheduler"))
+        if key not in self.generators:
+            self.release_generators()  # generation is sequential: one pipeline on the GPU at a time
+            gpus = float(ray.cluster_resources().get("GPU", 0))
+            share = gpu_requests(device, gpus, 1, False)[0]  # alone: a whole GPU on a CUDA run
+            self.generators[key] = self.pipeline_actor(
+                {"num_gpus": share, "num_cpus": 1, "max_restarts": RETRIES, "max_task_retries": RETRIES},
+                arm, params, folder, device, dtype)
+            where = ray.get(self.generators[key].where.remote())
+            self.notes.append(f"executor ray: generate {arm}: pipeline actor pid {where['pid']} on node "
+                              f"{where['node'][:12]} ({where['gpus']:g} GPU)")
+        return self.generators[key]
+
+    def release_generators(self) -> None:
+        """Kill the generation actors (their GPU memory is the scorers' next)."""
+        for a in self.generators.values():
+            try:
+                self.ray.kill(a)
+            except Exception:  # already gone
+                pass
+        self.generators.clear()
+
+    def close(self) -> None:
+        if self.ray is None:
+            return
+        self.release_generators()
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+        self.ray = None
+
+
+class RayBackend:
+    """Runs an arm's batches and the probes on Ray (`RayConnection`); `close()` stops what it started."""
+
+    name = "ray"
+
+    def __init__(self, ctx: Any, cache_path: Any, address: str | None = None, num_cpus: int | None = None,
+                 connection: RayConnection | None = None):
+        self.own = connection is None  # a connection passed in is the caller's to close
+        self.conn = connection if connection is not None else RayConnection(address, num_cpus)
+        ray = self.conn.get()
+        self.ray = ray
+        self.ctx = ctx
+        self.started = self.conn.started
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -421,6 +639,7 @@ class RayBackend:
         self.task = ray.remote(run_batch)  # options (retries, GPUs) are set per arm in `batches` (one .options call)
         self.entries = _plugin_entries(ctx.ir)
         self.actors: dict[str, Any] = {}
+        self.probe_actors: dict[tuple, Any] = {}
         self.window = max(1, int(ray.available_resources().get("CPU", 1)) * WINDOW)
         self.gpus = float(ray.cluster_resources().get("GPU", 0))
         ctx.log.note(f"executor ray: {len(ray.nodes())} node(s), "
@@ -431,10 +650,51 @@ class RayBackend:
         """Ray options (scorer actors, batch tasks) for one arm's runner: GPUs on a CUDA run (`gpu_requests`)."""
         n_actors = sum(1 for s in self.ctx.ir.scorers.values()  # one actor per model scorer (ScorerSlot.torch)
                        if "torch" in tuple(_entry("scorer", s.call.plugin).fact("requires") or ()))
+        n_actors += self.n_probe_actors()  # they run beside the scorer actors, after the arms
         on_dev = self.ctx.device.startswith("cuda") and bool(device_work(runner))
         actor, task = gpu_requests(self.ctx.device, self.gpus, n_actors, on_dev)
         return ({"num_gpus": actor, "num_cpus": 1, "max_restarts": RETRIES, "max_task_retries": RETRIES},
                 {"num_gpus": task, "num_cpus": 1, "max_retries": RETRIES, "retry_exceptions": False})
+
+    def n_probe_actors(self) -> int:
+        """Pipeline actors the probes will start (one per pipeline, revision and dtype setting)."""
+        return len({pipeline_key(dict(p.call.params)) for p in self.ctx.ir.probes.values()})
+
+    def probe_options(self) -> dict[str, Any]:
+        """Ray options of a probe's pipeline actor: a scorer actor's GPU share, counted among them."""
+        n_actors = sum(1 for s in self.ctx.ir.scorers.values()
+                       if "torch" in tuple(_entry("scorer", s.call.plugin).fact("requires") or ()))
+        share = gpu_requests(self.ctx.device, self.gpus, n_actors + self.n_probe_actors(), True)[0]
+        return {"num_gpus": share, "num_cpus": 1, "max_restarts": RETRIES, "max_task_retries": RETRIES}
+
+    def trajectories(self, probe: Any, params: dict, folder: Any, device: str, dtype: str, scorer_slot: Any,
+                     todo: list, advance: Any):
+        """`probe.run_probe`'s optimisation on the probe's pipeline actor: (trajectory, PNGs, trace) in
+        order, two in flight; the driver commits each as it comes (a kill loses at most those in flight)."""
+        ray = self.ray
+        key = pipeline_key(params)
+        if key not in self.probe_actors:
+            self.probe_actors[key] = self.conn.pipeline_actor(self.probe_options(), probe.name, params, folder,
+                                                              device, dtype, self.entries, self.ctx.spec_dir)
+            where = ray.get(self.probe_actors[key].where.remote())
+            self.ctx.log.note(f"executor ray: probe {probe.name}: pipeline actor pid {where['pid']} on node "
+                              f"{where['node'][:12]} ({where['gpus']:g} GPU)")
+        actor = self.probe_actors[key]
+        sir = scorer_slot.ir
+        if scorer_slot._instance is None:  # run.json's weights: the actor's scorer (built there, not here)
+            scorer_slot.factory = lambda: _ProbeScorer(actor, sir)
+            scorer_slot.instance  # noqa: B018 - stages the weights step as a local run does
+        sprompt = scorer_slot.params.get("prompt") if isinstance(scorer_slot.params.get("prompt"), str) else None
+        n_it = int(params["iterations"])
+        refs: dict[int, Any] = {}
+        nxt = 0
+        for k, t in enumerate(todo):
+            while nxt < len(todo) and nxt < k + 2:
+                refs[nxt] = actor.optimise.remote(params, sir, sprompt, todo[nxt].prompt, todo[nxt].seed)
+                nxt += 1
+            pngs, trace = ray.get(refs.pop(k))
+            advance(n_it + 1)
+            yield t, pngs, trace
 
     def _actor(self, slot: Any, options: dict[str, Any]) -> Any:
         if slot.name not in self.actors:
@@ -516,15 +776,16 @@ class RayBackend:
                 raise DiagnosticError(res["error"])
 
     def close(self) -> None:
-        for a in self.actors.values():
+        for a in [*self.actors.values(), *self.probe_actors.values()]:
             try:
                 self.ray.kill(a)
             except Exception:  # already gone
                 pass
         self.actors.clear()
+        self.probe_actors.clear()
         try:
             self.ray.kill(self.reader)
         except Exception:
             pass
-        if self.started:
-            self.ray.shutdown()
+        if self.own:
+            self.conn.close()
