@@ -140,3 +140,17 @@ def test_pipeline_actors_ask_for_gpu_shares_on_a_cuda_run(tmp_path):
         ray.shutdown()
     # a CPU run asks for no GPU
     assert rb.gpu_requests("cpu", 1, 2, True) == (0.0, 0.0)
+
+
+def test_a_pipeline_that_cannot_load_in_its_actor_is_the_local_error(tmp_path):
+    """The actor's error reaches the user as the local run's (exit 3, one line), and Ray is stopped."""
+    import ray
+
+    from scoreaudit.runtime.generation import GenerationUnavailable
+
+    spec = project(tmp_path, SPEC.split("probe q")[0])
+    (tmp_path / "sd" / "unet" / "config.json").write_text("{not json")
+    with pytest.raises(GenerationUnavailable, match="cannot load pipeline 'sd'") as err:
+        _run(spec, tmp_path / "out", tmp_path / "c.sqlite", "ray")
+    assert type(err.value) is GenerationUnavailable  # not Ray's wrapper
+    assert not ray.is_initialized()

@@ -187,7 +187,7 @@ class _ProbeScorer:
         self.actor, self.sir = actor, sir
 
     def weights_hash(self) -> str | None:
-        return _ray().get(self.actor.weights_hash.remote(self.sir))
+        return actor_result(_ray(), self.actor.weights_hash.remote(self.sir))
 
 
 class _ScorerActor:
@@ -498,6 +498,20 @@ def cpu_threads(device: str) -> int | None:
     return torch.get_num_threads()
 
 
+def actor_result(ray: Any, ref: Any) -> Any:
+    """An actor call's result; when the code raised, the same error as in a local run (a missing pipeline
+    file is exit 3, an unknown scheduler E0853), not Ray's wrapper with the worker's traceback."""
+    from ray.exceptions import RayTaskError
+
+    try:
+        return ray.get(ref)
+    except RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException) and not isinstance(cause, ray.exceptions.RayError):
+            raise cause from None
+        raise
+
+
 class RemoteGenerator:
     """runtime/generation.py's Generator interface, served by a pipeline actor (`RayConnection.generator`).
 
@@ -526,7 +540,7 @@ class RemoteGenerator:
             while nxt < len(batches) and nxt < k + self.WINDOW_BATCHES:
                 refs[nxt] = actor.generate.remote(self.arm, self.params, batches[nxt])
                 nxt += 1
-            pngs = ray.get(refs.pop(k))
+            pngs = actor_result(ray, refs.pop(k))
             if on_step is not None:  # the actor's steps, counted when its batch is back
                 for _ in range(steps):
                     on_step(len(jobs))
@@ -692,7 +706,7 @@ class RayBackend:
             while nxt < len(todo) and nxt < k + 2:
                 refs[nxt] = actor.optimise.remote(params, sir, sprompt, todo[nxt].prompt, todo[nxt].seed)
                 nxt += 1
-            pngs, trace = ray.get(refs.pop(k))
+            pngs, trace = actor_result(ray, refs.pop(k))
             advance(n_it + 1)
             yield t, pngs, trace
 
