@@ -89,6 +89,11 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
                   f"compare with 1, e.g. `{text(claim.expr.left)} {claim.expr.op} 1`, or bound its size with "
                   "`abs(...) <`")
         return None
+    on_probe = [low.entry.meta.get("scope") == "probe" for low in lows]
+    if any(on_probe):  # probe readings (compiler/probes.py): clusters are the probes' prompts, not an arm's
+        from scoreaudit.compiler.probes import lower_probe_comparison
+
+        return lower_probe_comparison(h, k, claim, comp, lows, on_probe, test, st, multi)
 
     # units: a difference needs one unit; a ratio is unit-free but may be negative
     scale = st.settings.scale if st.settings is not None else "sd"

@@ -383,6 +383,18 @@ CATALOGUE: tuple[Code, ...] = (
          "scorer.", "Remove `on ...`; write `for` with the probe's scorer (or leave `for` off).",
          'probe p = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [ita])\n'
          'hypothesis P1 "t" {\n  abs(probe_drift(p, measure: ita)) < 2 for laion\n}\n'),
+    Code("E0880", "probe reading compared with an arm reading", "One side of `difference(...)`/`ratio(...)` is a "
+         "probe statistic (its clusters are the probe's prompts) and the other a statistic on an arm: they share "
+         "no clusters and no scale.", "Compare two probe readings (e.g. `probe_drift` under two probes), or two "
+         "arm readings.",
+         'probe p = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [ita])\n'
+         'hypothesis P1 "t" {\n  difference(probe_drift(p, measure: ita), fidelity_index(light) on real) > 0\n}\n'),
+    Code("E0881", "difference of two scorers' score changes", "`difference(probe_drift(a, measure: score), "
+         "probe_drift(b, measure: score))` with probes optimising against different scorers subtracts score "
+         "changes in two scorers' units.", "Compare a measure both probes record, or take the `ratio(...)`.",
+         'probe a = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [ita])\n'
+         'probe b = reno(scorer: laion, pipeline: "turbo", prompts: "p.txt", measures: [ita])\n'
+         'hypothesis P1 "t" {\n  difference(probe_drift(a, measure: score), probe_drift(b, measure: score)) > 0\n}\n'),
     # ------------------------------------------------------------ warnings
     Code("W0250", "few bootstrap resamples", "`bootstrap` is at least 100 but below 1000: confidence limits and "
          "p-values move from run to run.", "Use `bootstrap: 2000` for the final run.",

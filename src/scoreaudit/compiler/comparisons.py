@@ -271,6 +271,15 @@ def static_pairing(readings: list[ir.ReadingIR], audit: ir.AuditIR) -> str:
     any, and resamples them independently when they share none.
     """
     a, b = readings
+    if a.arm is None or b.arm is None:  # probe readings: clusters are the probes' prompts
+        pa, pb = a.statistic.params.get("probe"), b.statistic.params.get("probe")
+        if pa == pb:
+            return f"paired: the same prompts of probe {pa}"
+        qa, qb = (audit.probes.get(x) for x in (pa, pb))
+        if qa is not None and qb is not None and qa.call.params.get("prompts") == qb.call.params.get("prompts"):
+            return f"paired: probes {pa} and {pb} read the same prompts"
+        return (f"paired on the prompts probes {pa} and {pb} share; independent if they share none (decided from "
+                "the data)")
     if a.arm == b.arm:
         if a.where == b.where:
             return f"paired: the same clusters of {a.arm}"

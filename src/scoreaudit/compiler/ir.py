@@ -162,11 +162,13 @@ class ReadingIR(Frozen):
 
     `where` restricts the arm to images whose manifest column equals the value
     (several conditions all hold). Stored as JSON in the comparison's
-    `StatCallIR.params["readings"]` (see `readings_of`).
+    `StatCallIR.params["readings"]` (see `readings_of`). A probe statistic
+    (`probe_drift`, `probe_shift`) reads its probe, not an arm: `arm` is None
+    and the probe is `statistic.params["probe"]`.
     """
 
     statistic: StatCallIR
-    arm: str
+    arm: Optional[str]
     scorer: str
     where: tuple[tuple[str, str], ...] = ()
 
@@ -217,8 +219,8 @@ class CellIR(Frozen):
     def parts(self) -> list[tuple[str, str, "StatCallIR"]]:
         """(arm, scorer, statistic) of everything the cell reads: each reading of a comparison, else each arm."""
         readings = readings_of(self.statistic)
-        if readings:
-            return [(r.arm, r.scorer, r.statistic) for r in readings]
+        if readings:  # a probe reading reads no arm (its probe is a plan step of its own)
+            return [(r.arm, r.scorer, r.statistic) for r in readings if r.arm is not None]
         return [(a, self.scorer, self.statistic) for a in (self.arms or ((self.arm,) if self.arm else ()))]
 
 

@@ -350,9 +350,11 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                         deps.append(f"measure/{a}/{o}/{m}")
             for sel in selections_:
                 deps.append(f"select/{a}/{sel}")
-        probe_of = c.statistic.params.get("probe")
-        if isinstance(probe_of, str) and f"probe/{probe_of}" in b.by_id:
-            deps.append(f"probe/{probe_of}")
+        # a probe statistic, or the probe readings of a difference/ratio, read their probes' steps
+        for stat in [c.statistic] + [r.statistic for r in ir.readings_of(c.statistic)]:
+            probe_of = stat.params.get("probe")
+            if isinstance(probe_of, str) and f"probe/{probe_of}" in b.by_id:
+                deps.append(f"probe/{probe_of}")
         sid = f"statistic/{c.id}"
         shared = claim_memo.get((c.hypothesis, c.claim))
         if shared is None:  # one claim's statistic and test are shared by all its cells

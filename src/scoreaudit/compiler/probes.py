@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from scoreaudit import registry
 from scoreaudit.compiler import ir
+from scoreaudit.compiler.comparisons import _unit, _unit_words
 from scoreaudit.compiler.params import bind
 from scoreaudit.compiler.resolve import plugin_entry
 from scoreaudit.compiler.values import text
@@ -72,20 +73,9 @@ def _labels(probe: ir.ProbeIR, measure: str) -> list[str]:
     return []
 
 
-def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test, ok: bool, st,
-                      multi: bool) -> Optional[list[ir.CellIR]]:
-    """The one cell of a claim on a probe statistic: the probe's scorer, no arm."""
-    sink = st.sink
-    before = sink.error_count()
-    if claim.arms:
-        sink.emit("E0858", claim.arms[0], f"`{low.name}` reads its probe, not an arm; it takes no `on` clause",
-                  "remove `on ...`")
-    if low is None or not ok:
-        return None
+def _check_measure(low, probe: ir.ProbeIR, sink) -> None:
+    """E0857: the statistic's measure (and label) is one the probe records."""
     p = low.bound.params
-    probe = st.probes.get(p["probe"])
-    if probe is None:  # the probe's declaration failed (reported there)
-        return None
     measure = p["measure"]
     allowed = list(probe.measures) + ([SCORE] if low.entry.meta.get("score_measure") else [])
     node = low.bound.arg_node("measure")
@@ -106,6 +96,23 @@ def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test
             guess = did_you_mean(str(label), labels)
             sink.emit("E0857", lnode, f"`{label}` is not one of the labels of `{measure}` in probe `{probe.name}`",
                       f"did you mean '{guess}'?" if guess else f"labels: {', '.join(labels)}")
+
+
+def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test, ok: bool, st,
+                      multi: bool) -> Optional[list[ir.CellIR]]:
+    """The one cell of a claim on a probe statistic: the probe's scorer, no arm."""
+    sink = st.sink
+    before = sink.error_count()
+    if claim.arms:
+        sink.emit("E0858", claim.arms[0], f"`{low.name}` reads its probe, not an arm; it takes no `on` clause",
+                  "remove `on ...`")
+    if low is None or not ok:
+        return None
+    p = low.bound.params
+    probe = st.probes.get(p["probe"])
+    if probe is None:  # the probe's declaration failed (reported there)
+        return None
+    _check_measure(low, probe, sink)
     # scorers: the probe's own (a probe optimises against one scorer)
     if isinstance(claim.scorers, tuple) and claim.scorers:
         for ident in claim.scorers:
@@ -119,3 +126,88 @@ def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test
     prefix = f"{h.name.name}.{k + 1}" if multi else h.name.name
     return [ir.CellIR(id=f"{prefix}/{probe.scorer}/{probe.name}", hypothesis=h.name.name, claim=k,
                       scorer=probe.scorer, arm=None, arms=(), statistic=low.ir, test=test)]
+
+
+def lower_probe_comparison(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp: ast.Comparison, lows: list,
+                           on_probe: list[bool], test, st, multi: bool) -> Optional[list[ir.CellIR]]:
+    """The one cell of `difference(a, b)` / `ratio(a, b)` of two probe readings (spec/probes.md).
+
+    Each reading is read for its probe's scorer, on no arm; the statistics
+    engine pairs the two probes on the prompts they share (stats/probes.py).
+    """
+    sink = st.sink
+    before = sink.error_count()
+    readings = (comp.a, comp.b)
+    if not all(on_probe):
+        i = on_probe.index(False)
+        j = 1 - i
+        sink.emit("E0880", readings[i].call, f"`{lows[i].name}` reads an arm, but `{lows[j].name}` reads probe "
+                  f"`{lows[j].bound.params['probe']}`: a probe's clusters are its prompts, so the two readings "
+                  "share neither clusters nor a scale", "compare two probe readings (e.g. `probe_drift(...)` under "
+                  "two probes) or two arm readings")
+        return None
+    for r, low in zip(readings, lows):
+        if r.arms:
+            sink.emit("E0858", r.arms[0], f"`{low.name}` reads its probe, not an arm; it takes no `on` clause",
+                      "remove `on ...`")
+    if claim.arms:
+        sink.emit("E0858", claim.arms[0], f"`{comp.kind}` of probe readings reads the probes, not an arm; it "
+                  "takes no `on` clause", "remove `on ...`")
+    probes = [st.probes.get(low.bound.params["probe"]) for low in lows]
+    if any(p is None for p in probes):  # a probe's declaration failed (reported there)
+        return None
+    (ua, of_a), (ub, of_b) = _unit(lows[0]), _unit(lows[1])
+    if comp.kind == "difference" and (ua != ub or of_a != of_b):
+        scale = st.settings.scale if st.settings is not None else "sd"
+
+        def words(low, probe, unit, of):
+            if of == SCORE:
+                return f"is a change in `{probe.scorer}`'s score"
+            return _unit_words(unit, scale, of)
+
+        sink.emit("E0463", comp, f"`difference` subtracts readings in different units: `{lows[0].name}` "
+                  f"{words(lows[0], probes[0], ua, of_a)}, `{lows[1].name}` {words(lows[1], probes[1], ub, of_b)}",
+                  "compare the same measure under both probes (e.g. `measure: ita` twice), or take the "
+                  "`ratio(...)`")
+    for low, probe in zip(lows, probes):
+        _check_measure(low, probe, sink)
+    # scorers: each reading is for its probe's scorer
+    for r, low, probe in zip(readings, lows, probes):
+        for ident in r.scorers:
+            if ident.name in st.scorers and ident.name != probe.scorer:
+                sink.emit("E0858", ident, f"probe `{probe.name}` optimises against `{probe.scorer}`, so "
+                          f"`{low.name}` under it is a reading for `{probe.scorer}` only, not `{ident.name}`",
+                          f"write `for {probe.scorer}`, or leave `for` off")
+    own = list(dict.fromkeys(p.scorer for p in probes))
+    if isinstance(claim.scorers, tuple):
+        for ident in claim.scorers:
+            name = st.decls.resolve(ident, "scorer", sink, f"(after `for` in hypothesis `{h.name.name}`)")
+            if name is not None and name not in own:
+                sink.emit("E0858", ident, f"the readings are for {' and '.join(f'`{s}`' for s in own)} (the "
+                          f"scorers their probes optimise against), not `{name}`",
+                          "leave `for` off: each probe reading is for its probe's scorer")
+    if comp.kind == "difference" and all(low.bound.params.get("measure") == SCORE for low in lows) \
+            and probes[0].scorer != probes[1].scorer:
+        sink.emit("E0881", comp, f"`difference` subtracts score changes of two scorers: `{probes[0].name}` moves "
+                  f"`{probes[0].scorer}`'s score, `{probes[1].name}` moves `{probes[1].scorer}`'s, and their "
+                  "scores have different units", "compare a measure both probes record (e.g. `measure: ita`), or "
+                  "take the `ratio(...)` of the two score changes")
+    if sink.error_count() > before or test is None:
+        return None
+    if lows[0].ir == lows[1].ir:
+        sink.emit("E0464", comp, f"both sides of `{comp.kind}` are the same reading (`{text(comp.a.call)}`)",
+                  "compare two probes, two measures or two labels")
+        return None
+    if comp.kind == "ratio" and test.kind == "less" and (test.threshold or 0) > 0 \
+            and all(low.entry.meta.get("sign") == "signed" for low in lows):
+        sink.emit("W0462", comp, f"probe statistics can be negative, so a negative ratio (changes in opposite "
+                  f"directions) also lies below {test.threshold:g}",
+                  f"to compare sizes write `abs({text(comp)}) < {test.threshold:g}`, or add a claim that each "
+                  "reading is positive (e.g. `... > 0`)")
+    parts = [ir.ReadingIR(statistic=low.ir, arm=None, scorer=p.scorer) for low, p in zip(lows, probes)]
+    sc = own[0] if len(own) == 1 else ":".join(own)
+    where = ":".join(dict.fromkeys(p.name for p in probes))
+    stat = ir.StatCallIR(name=comp.kind, version="1", params={"readings": [x.model_dump(mode="json") for x in parts]})
+    prefix = f"{h.name.name}.{k + 1}" if multi else h.name.name
+    return [ir.CellIR(id=f"{prefix}/{sc}/{where}", hypothesis=h.name.name, claim=k, scorer=sc, arm=None, arms=(),
+                      statistic=stat, test=test)]

@@ -23,7 +23,7 @@ STAT_WORDS = {"fidelity_index": "fidelity index", "curve": "mean score change", 
 def _subject(r: dict) -> str:
     words = STAT_WORDS.get(r["statistic"], r["statistic"].replace("_", " "))
     p = r.get("params") or {}
-    what = p.get("operator") or p.get("selection") or p.get("factor") or p.get("label")
+    what = p.get("operator") or p.get("selection") or p.get("factor") or p.get("label") or p.get("measure")
     return f"{words} of {what}" if what else words
 
 
@@ -62,14 +62,22 @@ def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] 
     if ra is None:
         reason = cell.get("undefined") or "no readings"
         return f"The {kind} in {cell.get('id', 'this cell')} is undefined ({reason}): {outcome}."
-    same_arm = ra["arm"] == rb["arm"]
+    probes = (ra.get("probe"), rb.get("probe"))
+    same_arm = ra["arm"] == rb["arm"] and probes[0] == probes[1]
     same_where = list(ra.get("where") or []) == list(rb.get("where") or [])
-    same_stat = (ra["statistic"], ra.get("params")) == (rb["statistic"], rb.get("params"))
-    lead = f"On {ra['arm']}" if same_arm else "Across arms"
+    strip = ("probe",)  # readings under two probes: the same statistic, said once
+    same_stat = (ra["statistic"], {k: v for k, v in (ra.get("params") or {}).items() if k not in strip}) == \
+        (rb["statistic"], {k: v for k, v in (rb.get("params") or {}).items() if k not in strip})
+    if any(probes):  # probe readings (stats/probes.py): under their probes, not on an arm
+        lead = f"Under probe {probes[0]}" if same_arm else f"Under probes {probes[0]} and {probes[1]}"
+    else:
+        lead = f"On {ra['arm']}" if same_arm else "Across arms"
     if same_where and ra.get("where"):
         lead += f" where {_where(ra['where'])}"
 
     def own(r: dict) -> str:
+        if r.get("probe"):
+            return "" if same_arm else f" under {r['probe']}"
         out = "" if same_arm else f" on {r['arm']}"
         if not same_where and r.get("where"):
             out += f" where {_where(r['where'])}"

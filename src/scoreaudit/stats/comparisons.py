@@ -255,6 +255,10 @@ def mcnemar(a: pd.Series, b: pd.Series) -> dict:
 def _compare(kind: str):
     def fn(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
         ra, rb = readings_of(call)
+        if ra.arm is None or rb.arm is None:  # probe readings: clusters are the probes' prompts
+            from scoreaudit.stats.probes import compare
+
+            return compare(ctx, kind, ra, rb)
         va, vb, pairing = pair_views(ctx, ra, rb)
         A, B = read(ctx, ra, va), read(ctx, rb, vb)
         level = 1 - ctx.alpha

@@ -73,17 +73,17 @@ def _ends(ctx: StatContext, probe: str, measure: str, label: str | None) -> pd.D
     """First and last value per trajectory: columns traj, cluster, first, last."""
     t = ctx.tables.get("probe")
     if t is None or not len(t):
-        return pd.DataFrame(columns=["traj", "cluster", "first", "last"])
+        return pd.DataFrame(columns=["traj", "cluster", "prompt", "first", "last", "iterations"])
     t = t[(t["probe"] == probe) & (t["measure"] == measure)]
     if label is not None:
         t = t[t["label"] == label]
     rows = []
     for (cluster, prompt, seed), g in t.groupby(["cluster", "prompt", "seed"], sort=True):
         g = g.sort_values("iteration")
-        rows.append({"traj": f"{cluster}/{seed}/{prompt}", "cluster": str(cluster),
+        rows.append({"traj": f"{cluster}/{seed}/{prompt}", "cluster": str(cluster), "prompt": str(prompt),
                      "first": float(g["value"].iloc[0]), "last": float(g["value"].iloc[-1]),
                      "iterations": int(g["iteration"].iloc[-1])})
-    return pd.DataFrame(rows, columns=["traj", "cluster", "first", "last", "iterations"])
+    return pd.DataFrame(rows, columns=["traj", "cluster", "prompt", "first", "last", "iterations"])
 
 
 def _probe_arm(ctx: StatContext, probe: str, ends: pd.DataFrame) -> ArmData:
@@ -113,12 +113,119 @@ def _estimate(ctx: StatContext, call: StatCallIR, measure: str, label: str | Non
     return ctx.mean_estimate(a, diff, test=call.params.get("test"), detail=detail)
 
 
+def _measure_label(call: StatCallIR) -> tuple[str, str]:
+    if call.name == "probe_shift":
+        return call.params.get("measure", "clip_attribute"), call.params["label"]
+    return call.params["measure"], ""
+
+
 def probe_drift(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str) -> Estimate:
-    return _estimate(ctx, call, call.params["measure"], "")
+    return _estimate(ctx, call, *_measure_label(call))
 
 
 def probe_shift(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str) -> Estimate:
-    return _estimate(ctx, call, call.params.get("measure", "clip_attribute"), call.params["label"])
+    return _estimate(ctx, call, *_measure_label(call))
+
+
+# ---------------------------------------------------------------- difference and ratio of probe readings
+
+
+def _cluster_means(ctx: StatContext, call: StatCallIR, by_prompt: bool) -> pd.Series:
+    """Mean last − first per cluster (prompt) of a probe reading, indexed by cluster id, or by prompt text
+    (`by_prompt`: the key two probes share; a prompt listed twice is told apart by its position)."""
+    ends = _ends(ctx, call.params["probe"], *_measure_label(call))
+    ends = ends.assign(diff=ends["last"] - ends["first"])
+    g = ends.groupby("cluster", sort=True).agg(value=("diff", "mean"), prompt=("prompt", "first"))
+    g = g[np.isfinite(g["value"].to_numpy(dtype=float))]
+    if not by_prompt:
+        return pd.Series(g["value"].to_numpy(float), index=g.index.astype(str))
+    seen: dict[str, int] = {}
+    keys = []
+    for prompt in g["prompt"]:
+        k = seen.get(prompt, 0)
+        seen[prompt] = k + 1
+        keys.append(prompt if k == 0 else f"{prompt}#{k}")
+    return pd.Series(g["value"].to_numpy(float), index=keys)
+
+
+def compare(ctx: StatContext, kind: str, ra, rb) -> Estimate:
+    """`difference`/`ratio` of two probe readings (spec/methods.md, "Comparisons"; spec/methods-choices.md).
+
+    Clusters are prompts. Two readings under the same probe share its own
+    bootstrap draw; two probes are paired on the prompts they share (one draw
+    over the union of their prompts, each reading taking its prompts'
+    columns) and resampled independently (each probe's own draw) when they
+    share none. A difference of two readings over the same prompts is tested
+    by the t-test on per-prompt differences (estimate, p and interval from
+    it); any other difference, and every ratio, inverts the bootstrap. A
+    ratio is undefined when its denominator's (1 − alpha) CI includes 0.
+    """
+    from scoreaudit.stats.bootstrap import arm_rng, count_matrix, weighted_ratio
+    from scoreaudit.stats.context import StatError, ci_contains
+
+    level = 1 - ctx.alpha
+    ests = []
+    for r in (ra, rb):
+        est = ctx.evaluate(r.statistic, None, r.scorer)
+        if est.undefined is not None:
+            raise StatError(f"{r.statistic.name} under probe {r.statistic.params['probe']} is undefined: "
+                            f"{est.undefined}")
+        ests.append(est)
+    pa, pb = ra.statistic.params["probe"], rb.statistic.params["probe"]
+    same = pa == pb
+    ua, ub = (_cluster_means(ctx, r.statistic, by_prompt=not same) for r in (ra, rb))
+    shared = ua.index.intersection(ub.index)
+    if same:  # the probe's own draw: `_probe_arm`'s when both readings have the same clusters
+        keys = np.array(sorted(set(ua.index) | set(ub.index)), dtype=object)
+        W = count_matrix(arm_rng(ctx.seed, f"probe:{pa}"), ctx.n_boot, len(keys))
+        how = f"paired: the same {len(shared)} prompts of probe {pa}"
+    elif len(shared):
+        keys = np.array(sorted(set(ua.index) | set(ub.index)), dtype=object)
+        W = count_matrix(arm_rng(ctx.seed, "pairing", *sorted([f"probe:{pa}", f"probe:{pb}"])), ctx.n_boot,
+                         len(keys))
+        how = f"paired: probes {pa} and {pb} share {len(shared)} prompts"
+    else:
+        keys, W = None, None
+        how = f"independent: probes {pa} and {pb} share no prompt, resampled independently"
+    paired = W is not None
+
+    def boot_of(u: pd.Series, est: Estimate) -> np.ndarray:
+        if not paired:
+            return np.asarray(est.boot, float)
+        cm = u.reindex(keys).to_numpy(float)
+        ok = np.isfinite(cm)
+        return weighted_ratio(W, np.where(ok, cm, 0.0), ok.astype(float))
+
+    A, B = boot_of(ua, ests[0]), boot_of(ub, ests[1])
+    ea, eb = ests[0].estimate, ests[1].estimate
+    det = {"kind": kind, "paired": paired, "shared_clusters": int(len(shared)), "pairing": how,
+           "readings": [_reading_detail(r, e, level) for r, e in ((ra, ests[0]), (rb, ests[1]))],
+           "ci_level_readings": level,
+           "n_clusters": (len(keys) if paired else int(round((len(ua) + len(ub)) / 2)))}
+    if kind == "ratio":
+        lo, hi = ests[1].interval(level)
+        if not (np.isfinite(lo) and np.isfinite(hi)) or ci_contains(lo, hi, 0.0):
+            return Estimate(float("nan"), "bootstrap", detail=det,
+                            undefined=f"the denominator's CI [{lo:.3g}, {hi:.3g}] includes 0: the ratio is undefined")
+        det["test"] = "bootstrap"
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return Estimate(ea / eb, "bootstrap", boot=A / B, detail=det)
+    if paired and set(ua.index) == set(ub.index):
+        d = (ua - ub.reindex(ua.index)).to_numpy(float)
+        det["test"] = "paired t"
+        det["n_units"] = int(len(d))
+        det["n_clusters"] = int(len(d))
+        return Estimate(float(np.mean(d)), "ttest", contrasts=d, boot=A - B, detail=det)
+    det["test"] = "bootstrap"
+    return Estimate(ea - eb, "bootstrap", boot=A - B, detail=det)
+
+
+def _reading_detail(r, est: Estimate, level: float) -> dict:
+    lo, hi = est.interval(level)
+    return {"statistic": r.statistic.name, "params": {k: v for k, v in r.statistic.params.items() if v is not None
+                                                      and not isinstance(v, dict)},
+            "arm": None, "probe": r.statistic.params["probe"], "scorer": r.scorer, "where": [],
+            "estimate": est.estimate, "ci_low": lo, "ci_high": hi}
 
 
 # ---------------------------------------------------------------- simulate

@@ -22,7 +22,9 @@ def _reading_label(ctx, r: dict, other: dict) -> str:
     parts = [ctx.label("scorer", r.get("scorer")) or "?"]
     if r.get("statistic") != other.get("statistic") or r.get("params") != other.get("params"):
         parts.append(str(r.get("statistic", "")).replace("_", " "))
-    if r.get("arm") != other.get("arm"):
+    if r.get("probe") and r.get("probe") != other.get("probe"):  # probe readings (spec/probes.md)
+        parts.append(f"under {r.get('probe')}")
+    elif r.get("arm") != other.get("arm"):
         parts.append(f"on {ctx.label('arm', r.get('arm'))}")
     if (r.get("where") or []) != (other.get("where") or []):
         parts.append("where " + " and ".join(f"{c} = {v}" for c, v in r.get("where") or []))
