@@ -361,6 +361,9 @@ CATALOGUE: tuple[Code, ...] = (
     _r("E0853", "unknown scheduler", "`scheduler:` of a generated arm names no diffusers scheduler class (checked "
        "by `check` when diffusers is installed, from its list of schedulers without importing it; else at run time).",
        "Name a class such as `DDIMScheduler` or `EulerDiscreteScheduler`, or leave it out."),
+    _r("E0882", "pipeline has no one-step path", "A probe's `pipeline:` is not a Stable Diffusion UNet pipeline "
+       "(SD 1.x/2.x, SD-Turbo, SDXL, SDXL-Turbo) or PixArt-α, or its scheduler cannot start at `timestep:`.",
+       "Use a one-step model such as SD-Turbo, SDXL-Turbo or PixArt-α DMD, or leave `timestep:` out."),
     Code("E0854", "bad range value", "A range value `a..b` (e.g. `seeds: 0..4`) has an end that is not a whole "
          "number, runs backwards, or holds more than 100,000 numbers.",
          "Write whole numbers, the smaller first: `seeds: 0..4` (both ends included).",

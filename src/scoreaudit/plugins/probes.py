@@ -41,6 +41,8 @@ class RenoParams(Params):
     grad_clip: float = Field(0.1, gt=0)  # largest gradient norm per step
     size: int | list[int] = 512  # one number (square) or [height, width]
     guidance: float = 0.0  # classifier-free guidance of the one step (turbo models: 0)
+    # the one step's timestep (default: the scheduler's one-step timestep; PixArt-α DMD: 400)
+    timestep: Optional[int] = Field(None, ge=0, le=999)
     negative_prompt: Optional[str] = None
     revision: Optional[str] = None
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
@@ -61,21 +63,18 @@ class RenoParams(Params):
 class Reno:
     """ReNO: gradient ascent (or descent) on the initial noise of a one-step diffusion pipeline.
 
-    For every prompt and seed, the initial noise z (drawn on the CPU from the
-    seed) is updated `iterations` times by gradient steps on
-    λ·score(G(z)) − regulariser·NLL(‖z‖²) with λ = +1 for `direction:
-    maximize` and −1 for `minimize`, where G is one denoising step of the
-    pipeline (SD-Turbo, SDXL-Turbo, any SD 1.x/2.x/SDXL pipeline run at one
-    step), NLL is the negative log-density of the squared noise norm under its
-    χ² distribution (it keeps z a plausible Gaussian sample), each step's
-    gradient is clipped to norm `grad_clip`, and the step size is `lr`. Every
-    iteration's image (0 = the unoptimised image) gets its score and the
-    probe's `measures`; `probe_drift` and `probe_shift` compare the last
-    iteration with the first, one cluster per prompt. The scorer must expose a
-    differentiable path (the model scorers do; classical, planted and
-    precomputed scorers are a compile error, E0855). The pipeline is loaded
-    like a generated arm's (local folder or Hugging Face cache, never
-    downloaded); every trajectory is cached by content, so a killed run resumes.
+    For every prompt and seed, the initial noise z (drawn on the CPU from the seed) is updated
+    `iterations` times by gradient steps on λ·score(G(z)) − regulariser·NLL(‖z‖²) with λ = +1 for
+    `direction: maximize` and −1 for `minimize`, where G is one denoising step of the pipeline
+    (SD-Turbo, SDXL-Turbo, any SD 1.x/2.x/SDXL pipeline run at one step, PixArt-α DMD at timestep 400 unless
+    `timestep:` says otherwise), NLL is the negative log-density of the squared noise norm under its χ²
+    distribution (it keeps z a plausible Gaussian sample), each step's gradient is clipped to norm
+    `grad_clip`, and the step size is `lr`. Every iteration's image (0 = the unoptimised image) gets its
+    score and the probe's `measures`; `probe_drift` and `probe_shift` compare the last iteration with
+    the first, one cluster per prompt. The scorer must expose a differentiable path (the model scorers
+    do; classical, planted and precomputed scorers are a compile error, E0855). The pipeline is loaded
+    like a generated arm's (local folder or Hugging Face cache, never downloaded); every trajectory is
+    cached by content, so a killed run resumes.
     """
 
 

@@ -66,6 +66,8 @@ def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scor
     h, w = sizes(p)
     settings = {k: p.get(k) for k in ("iterations", "lr", "direction", "regulariser", "grad_clip", "guidance",
                                       "negative_prompt")}
+    if p.get("timestep") is not None:  # only when given, so the keys of earlier trajectories stay valid
+        settings["timestep"] = int(p["timestep"])
     out = []
     for i, row in enumerate(rows):
         for seed in seed_list(p.get("seeds", 1)):
@@ -80,44 +82,76 @@ def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scor
 # ---------------------------------------------------------------- the differentiable one-step generator
 
 
+#: PixArt-α DMD's one step starts at this timestep (its model card calls the pipeline with `timesteps=[400]`)
+PIXART_DMD_TIMESTEP = 400
+
+
+def _is_pixart(pipe) -> bool:
+    return type(pipe).__name__.startswith("PixArt") and getattr(pipe, "transformer", None) is not None
+
+
 class OneStep:
-    """z (initial noise) → image in [0, 1], differentiably: one UNet step to x̂0, then the VAE decoder.
+    """z (initial noise) → image in [0, 1], differentiably: one denoiser step to x̂0, then the VAE decoder.
 
     Works for UNet pipelines of the Stable Diffusion family (SD 1.x/2.x, SD-Turbo; SDXL and SDXL-Turbo
-    through their pooled text embeddings and size conditioning). The model input is the scheduler's
-    own scaling of z at its first timestep; x̂0 follows the scheduler's prediction type
-    (epsilon, v_prediction or sample).
+    through their pooled text embeddings and size conditioning) and for PixArt-α (T5 text embeddings with
+    their attention mask, the PixArt transformer, its learned-variance channels dropped; PixArt-α DMD is
+    the one-step distilled model, run at `PIXART_DMD_TIMESTEP` unless `timestep` says otherwise). The
+    model input is the scheduler's own scaling of z at its first timestep of a one-step schedule (or at
+    `timestep`); x̂0 follows the scheduler's prediction type (epsilon, v_prediction or sample).
     """
 
-    def __init__(self, pipe, device: str, dtype, guidance: float, height: int, width: int):
+    def __init__(self, pipe, device: str, dtype, guidance: float, height: int, width: int,
+                 timestep: int | None = None):
         import torch
 
         self.pipe, self.device, self.dtype = pipe, device, dtype
         self.guidance = float(guidance)
         self.h, self.w = height, width
+        self.dit = _is_pixart(pipe)
+        if not self.dit and getattr(pipe, "unet", None) is None:
+            raise OneStepUnsupported(
+                f"{type(pipe).__name__} has no one-step path in the probe: it supports Stable Diffusion UNet "
+                "pipelines (SD 1.x/2.x, SD-Turbo, SDXL, SDXL-Turbo) and PixArt-α (PixArt-α DMD)")
+        self.denoiser = pipe.transformer if self.dit else pipe.unet
         sched = pipe.scheduler
-        sched.set_timesteps(1, device=device)
+        if timestep is None and self.dit:
+            timestep = PIXART_DMD_TIMESTEP
+        if timestep is None:
+            sched.set_timesteps(1, device=device)
+        else:
+            try:
+                sched.set_timesteps(timesteps=[int(timestep)], device=device)
+            except (TypeError, ValueError) as exc:
+                raise OneStepUnsupported(f"{type(sched).__name__} cannot start at timestep {timestep} ({exc}); "
+                                         "use a scheduler that takes custom timesteps (DDPMScheduler, "
+                                         "EulerDiscreteScheduler) or leave `timestep:` out") from None
         self.t = sched.timesteps[0]
         a = sched.alphas_cumprod[int(self.t)].to(torch.float32)
         self.s0, self.s1 = float(a.sqrt()), float((1 - a).sqrt())
         self.prediction = sched.config.get("prediction_type", "epsilon")
+        # PixArt's one-step output is the scheduler step's x̂0, which DDPM clips when its config says so
+        self.clip = float(sched.config.get("clip_sample_range", 1.0)) \
+            if self.dit and sched.config.get("clip_sample", False) else None
         self.xl = getattr(pipe, "text_encoder_2", None) is not None
         if dtype == torch.float16 and getattr(pipe.vae.config, "force_upcast", False):
             pipe.vae.to(torch.float32)  # as the pipelines do: SDXL's VAE overflows in float16
-        for m in (pipe.unet, pipe.vae, getattr(pipe, "text_encoder", None), getattr(pipe, "text_encoder_2", None)):
+        for m in (self.denoiser, pipe.vae, getattr(pipe, "text_encoder", None), getattr(pipe, "text_encoder_2", None)):
             if m is not None:
                 for q in m.parameters():
                     q.requires_grad_(False)
 
     def latent_shape(self) -> tuple[int, int, int]:
         scale = self.pipe.vae_scale_factor
-        return (self.pipe.unet.config.in_channels, self.h // scale, self.w // scale)
+        return (self.denoiser.config.in_channels, self.h // scale, self.w // scale)
 
     def condition(self, prompt: str, negative: str | None) -> dict:
         import torch
 
         cfg = self.guidance > 1.0
         with torch.no_grad():
+            if self.dit:
+                return self._pixart_condition(prompt, negative, cfg)
             if self.xl:
                 pe, ne, pooled, npooled = self.pipe.encode_prompt(
                     prompt=prompt, device=self.device, num_images_per_prompt=1, do_classifier_free_guidance=cfg,
@@ -131,6 +165,37 @@ class OneStep:
             pe, ne = self.pipe.encode_prompt(prompt, self.device, 1, cfg, negative_prompt=negative)
             return {"emb": torch.cat([ne, pe]) if cfg else pe, "added": None}
 
+    def _pixart_condition(self, prompt: str, negative: str | None, cfg: bool) -> dict:
+        """T5 embeddings and mask as PixArtAlphaPipeline builds them (its defaults: caption cleaning when
+        its optional packages are installed, 120 tokens), and its resolution conditioning at sample size 128."""
+        import torch
+
+        pe, pm, ne, nm = self.pipe.encode_prompt(prompt, cfg, negative_prompt=negative or "", num_images_per_prompt=1,
+                                                 device=self.device, clean_caption=True, max_sequence_length=120)
+        added = {"resolution": None, "aspect_ratio": None}
+        if self.denoiser.config.sample_size == 128:
+            res = torch.tensor([[self.h, self.w]], dtype=pe.dtype, device=self.device)
+            ar = torch.tensor([[float(self.h / self.w)]], dtype=pe.dtype, device=self.device)
+            added = {"resolution": res.repeat(2 if cfg else 1, 1), "aspect_ratio": ar.repeat(2 if cfg else 1, 1)}
+        if cfg:
+            return {"emb": torch.cat([ne, pe]), "mask": torch.cat([nm, pm]), "added": added}
+        return {"emb": pe, "mask": pm, "added": added}
+
+    def _predict(self, inp, cond: dict):
+        if self.dit:
+            t = self.t[None].to(inp.device).expand(inp.shape[0])
+            out = self.denoiser(inp, encoder_hidden_states=cond["emb"], encoder_attention_mask=cond["mask"],
+                                timestep=t, added_cond_kwargs=cond["added"], return_dict=False)[0]
+        else:
+            kw = {"added_cond_kwargs": cond["added"]} if cond["added"] is not None else {}
+            out = self.denoiser(inp, self.t, encoder_hidden_states=cond["emb"], **kw).sample
+        if self.guidance > 1.0:
+            un, co = out.chunk(2)
+            out = un + self.guidance * (co - un)
+        if self.dit and out.shape[1] == 2 * inp.shape[1]:  # learned variance: keep the noise prediction
+            out = out.chunk(2, dim=1)[0]
+        return out
+
     def __call__(self, z, cond: dict):
         import torch
 
@@ -140,22 +205,24 @@ class OneStep:
             sched._step_index = None  # each call is the first step again
         x = sched.scale_model_input(x, self.t)
         inp = torch.cat([x, x]) if self.guidance > 1.0 else x
-        kw = {"added_cond_kwargs": cond["added"]} if cond["added"] is not None else {}
-        out = self.pipe.unet(inp, self.t, encoder_hidden_states=cond["emb"], **kw).sample
-        if self.guidance > 1.0:
-            un, co = out.chunk(2)
-            out = un + self.guidance * (co - un)
+        out = self._predict(inp, cond)
         if self.prediction == "v_prediction":
             x0 = self.s0 * x - self.s1 * out
         elif self.prediction == "sample":
             x0 = out
         else:
             x0 = (x - self.s1 * out) / self.s0
+        if self.clip is not None:
+            x0 = x0.clamp(-self.clip, self.clip)
         vae = self.pipe.vae
         shift = getattr(vae.config, "shift_factor", None) or 0.0
         vae_dtype = next(vae.parameters()).dtype
         img = vae.decode((x0 / vae.config.scaling_factor + shift).to(vae_dtype)).sample
         return (img.float() / 2 + 0.5).clamp(0, 1)
+
+
+class OneStepUnsupported(ValueError):
+    """The pipeline (or its scheduler) has no one-step path in the probe."""
 
 
 def noise_nll(z) -> Any:
@@ -279,15 +346,25 @@ def store_status(probe: ProbeIR, *, scorer_slot, spec_dir: Path, store: Path, de
     return sum(1 for t in trajs if finished(store, t)), len(trajs)
 
 
+def one_step(name: str, pipe, p: dict, device: str, dtype: str) -> OneStep:
+    """The probe's one-step generator for a loaded pipeline (in the driver or a Ray actor); E0882 if it has none."""
+    import torch
+
+    h, w = sizes(p)
+    try:
+        return OneStep(pipe, device, getattr(torch, dtype), float(p.get("guidance", 0.0)), h, w,
+                       timestep=p.get("timestep"))
+    except OneStepUnsupported as exc:
+        raise _error(name, str(exc), "point `pipeline:` at a one-step model such as SD-Turbo, "
+                     "SDXL-Turbo or PixArt-α DMD", code="E0882") from None
+
+
 def _local_trajectories(probe: ProbeIR, p: dict, folder: Path, device: str, dtype: str, scorer_slot,
                         todo: list[Trajectory], advance: Callable[[int], None]):
     """(trajectory, images, trace) of each trajectory to do, optimised in this process."""
-    import torch
-
     make = Generator(f"{probe.name}", p, folder, device, dtype)
     make._load()
-    h, w = sizes(p)
-    gen = OneStep(make.pipe, device, getattr(torch, dtype), float(p.get("guidance", 0.0)), h, w)
+    gen = one_step(probe.name, make.pipe, p, device, dtype)
     scorer = scorer_slot.instance
     sprompt = scorer_slot.params.get("prompt") if isinstance(scorer_slot.params.get("prompt"), str) else None
     for t in todo:

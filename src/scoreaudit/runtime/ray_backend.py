@@ -463,16 +463,13 @@ class _PipelineActor:
     def optimise(self, params: dict, sir: Any, scorer_prompt: str | None, prompt: str, seed: int
                  ) -> tuple[list[bytes], list[dict]]:
         """One probe trajectory (runtime/probe.py's `optimise`): each iteration's PNG and the trace."""
-        import torch
-
         from scoreaudit.runtime.generation import sizes
-        from scoreaudit.runtime.probe import OneStep, _png, optimise
+        from scoreaudit.runtime.probe import _png, one_step, optimise
 
         pipe = self._pipe()
-        h, w = sizes(params)
-        k = (float(params.get("guidance", 0.0)), h, w)
+        k = (float(params.get("guidance", 0.0)), *sizes(params), params.get("timestep"))
         if k not in self.steps:
-            self.steps[k] = OneStep(pipe, self.loader.device, getattr(torch, self.loader.dtype), k[0], h, w)
+            self.steps[k] = one_step("probe", pipe, params, self.loader.device, self.loader.dtype)
         images, trace = optimise(self.steps[k], self._scorer(sir), prompt, seed, params, scorer_prompt)
         return [_png(a) for a in images], trace
 

@@ -4,7 +4,9 @@
 channels, a tiny VAE, a 2-layer CLIP text encoder with the real CLIP
 tokenizer, DDIM) with `save_pretrained`, so `DiffusionPipeline.from_pretrained`
 loads it exactly like real weights. Weights are random but seeded: the same
-seed gives the same files.
+seed gives the same files. `save_tiny_pixart(folder)` writes a PixArtAlphaPipeline
+(a 2-layer T5 encoder with a T5 tokenizer built in memory, a tiny PixArt
+transformer with learned-variance outputs, DDPM: the PixArt-α DMD layout).
 """
 
 from __future__ import annotations
@@ -95,4 +97,59 @@ def save_tiny_sdxl(folder: Path, seed: int = 0) -> Path:
     pipe = StableDiffusionXLPipeline(unet=unet, vae=vae, text_encoder=text, text_encoder_2=text2,
                                      tokenizer=tokenizer, tokenizer_2=tokenizer, scheduler=sched)
     pipe.save_pretrained(str(folder))  # writes the tokenizer into the pipeline's own folder
+    return folder
+
+
+#: Words of the tiny T5 vocabulary (whole-word pieces); any other word falls back to letter pieces.
+_T5_WORDS = ("a", "an", "the", "of", "in", "on", "with", "and", "photo", "portrait", "person", "man", "woman",
+             "doctor", "nurse", "face", "smiling", "people", "picture")
+
+
+def tiny_t5_tokenizer():
+    """A T5 tokenizer built in memory, without sentencepiece or a download.
+
+    transformers' `T5Tokenizer` (a `tokenizers` Unigram model) takes its
+    vocabulary as (piece, log-probability) pairs: the three T5 specials
+    (`<pad>` 0, `</s>` 1, `<unk>` 2) first, as in the real T5 vocabulary, then
+    whole words after the word-boundary mark "▁" and single characters, so
+    every lower-case ASCII prompt tokenises (characters outside it become
+    `<unk>`). `save_pretrained` writes it as `tokenizer.json`, which loads
+    back without sentencepiece.
+    """
+    import string
+
+    from transformers import T5Tokenizer
+
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("\u2581", -3.0)]
+    vocab += [("\u2581" + w, -2.0) for w in _T5_WORDS]
+    chars = string.ascii_lowercase + string.digits + ",.-'"
+    vocab += [(c, -5.0) for c in chars] + [("\u2581" + c, -5.5) for c in chars]
+    return T5Tokenizer(vocab=vocab, extra_ids=0)
+
+
+def save_tiny_pixart(folder: Path, seed: int = 0, clip_sample: bool = False) -> Path:
+    """Write a tiny PixArtAlphaPipeline (the PixArt-α DMD layout: T5 encoder, PixArt transformer with
+    learned-variance outputs, VAE, DDPM scheduler) to `folder` with `save_pretrained`."""
+    import torch
+    from diffusers import AutoencoderKL, DDPMScheduler, PixArtAlphaPipeline, PixArtTransformer2DModel
+    from transformers import T5Config, T5EncoderModel
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = tiny_t5_tokenizer()
+    torch.manual_seed(seed)
+    text = T5EncoderModel(T5Config(vocab_size=len(tokenizer), d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                   num_heads=2, relative_attention_num_buckets=8, pad_token_id=0, eos_token_id=1,
+                                   decoder_start_token_id=0))
+    transformer = PixArtTransformer2DModel(num_attention_heads=2, attention_head_dim=8, in_channels=4,
+                                           out_channels=8, num_layers=2, sample_size=16, patch_size=2,
+                                           caption_channels=16, cross_attention_dim=16)
+    vae = AutoencoderKL(block_out_channels=(8, 16), in_channels=3, out_channels=3,
+                        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+                        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), latent_channels=4,
+                        norm_num_groups=4, sample_size=32)
+    sched = DDPMScheduler(beta_start=0.0001, beta_end=0.02, beta_schedule="linear", clip_sample=clip_sample)
+    pipe = PixArtAlphaPipeline(tokenizer=tokenizer, text_encoder=text, vae=vae, transformer=transformer,
+                               scheduler=sched)
+    pipe.save_pretrained(str(folder))
     return folder
