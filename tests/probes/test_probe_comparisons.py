@@ -188,3 +188,40 @@ def test_simulate_truth_of_a_probe_difference_is_the_difference_of_planted_drift
     assert diff["mean_estimate"] == pytest.approx(0.75, abs=0.1)
     assert diff["hypothesis_true"] is True and diff["power"] > 0.8
     assert diff["coverage"] >= 0.8
+
+
+RUN = '''audit "Two probes" { seed: 1  bootstrap: 200 }
+scorer pick = pickscore(prompt: "a portrait photo")
+probe up = reno(pick, pipeline: "sd", prompts: "prompts.txt", iterations: 2, seeds: 0..1, size: 32,
+                measures: [skin_exposure])
+probe down = reno(pick, pipeline: "sd", prompts: "prompts.txt", iterations: 2, seeds: 0..1, size: 32,
+                  direction: minimize, measures: [skin_exposure])
+hypothesis D "Maximising PickScore moves its score more than minimising it" {
+  difference(probe_drift(up, measure: score), probe_drift(down, measure: score)) > 0
+}
+'''
+
+
+def test_two_probes_compared_end_to_end_with_report_and_verify(tmp_path):
+    pytest.importorskip("diffusers")
+    import json
+
+    from probe_testutil import project
+
+    spec = project(tmp_path, RUN)
+    out = tmp_path / "out"
+    api.run(spec, out=out, device="cpu", cache=tmp_path / "c.sqlite", progress=False, render_report=True)
+    res = json.loads((out / "results.json").read_text())
+    cell = next(c for c in res["cells"] if c["id"] == "D/pick/up:down")
+    t = pd.read_parquet(out / "tables" / "probe.parquet")
+    s = t[t["measure"] == "score"].pivot_table(index=["probe", "cluster", "seed"], columns="iteration",
+                                               values="value")
+    drift = (s[2] - s[0]).groupby(level=["probe", "cluster"]).mean()
+    d = (drift["up"] - drift["down"]).to_numpy()
+    assert cell["estimate"] == pytest.approx(d.mean())
+    assert cell["p"] == pytest.approx(sps.ttest_1samp(d, 0.0, alternative="greater").pvalue, rel=1e-6)
+    assert cell["detail"]["pairing"] == "paired: probes up and down share 2 prompts"
+    assert cell["sentence"].startswith("Under probes up and down, pick's probe drift of score under up minus")
+    html = "\n".join(p.read_text(encoding="utf-8") for p in out.glob("**/*.html"))
+    assert "Under probes up and down" in html and "under up" in html  # the comparison's sentence and readings
+    assert api.verify(out) == []  # every reported number recomputes from the bundle
