@@ -31,6 +31,12 @@ def test_example_checks_and_plans_as_written():
     assert "probe/reno_ir" in plan.step("statistic/P1/ir/reno_ir").depends_on
     text = api.plan_text(plan)
     assert "reno_ir: 32 trajectories × 50 iterations, 1632 images, scorer ir" in text
+    # P2: the λ = +1 and λ = −1 probes compared, one cell that waits for both probes
+    assert checked.ir.probes["reno_ir_min"].call.params["direction"] == "minimize"
+    assert [c.id for c in checked.ir.cells() if c.hypothesis == "P2"] == ["P2/ir/reno_ir:reno_ir_min"]
+    p2 = plan.step("statistic/P2/ir/reno_ir:reno_ir_min")
+    assert {"probe/reno_ir", "probe/reno_ir_min"} <= set(p2.depends_on)
+    assert p2.params["pairing"] == "paired: probes reno_ir and reno_ir_min read the same prompts"
 
 
 def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
@@ -47,18 +53,22 @@ def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
     text = EXAMPLE.read_text()
     # the same spec, smaller: 2 seeds, 2 steps, 32 px (the tiny UNet's scale), so it runs on a CPU in seconds
     small = text.replace("seeds: 0..4, steps: 30, guidance: 7.0, size: 1024", "seeds: 0..1, steps: 2, guidance: 7.0, size: 32")
-    small = small.replace("iterations: 50, lr: 5.0, direction: maximize, seeds: 0..3",
-                          "iterations: 2, lr: 5.0, direction: maximize, seeds: 0..1, size: 32")
-    assert small.count("size: 32") == 2
+    for d in ("maximize", "minimize"):
+        small = small.replace(f"iterations: 50, lr: 5.0, direction: {d}, seeds: 0..3",
+                              f"iterations: 2, lr: 5.0, direction: {d}, seeds: 0..1, size: 32")
+    assert small.count("size: 32") == 3
     spec = tmp_path / "generated.audit"
     spec.write_text(small)
     res = api.run(spec, out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False)
     assert len(list((tmp_path / "out" / "generated" / "gen").glob("*.png"))) == 2 * 5 * 2
-    assert {c["hypothesis"] for c in res["cells"]} == {"G1", "G2", "P1"}
-    gen_cells = [c for c in res["cells"] if c["hypothesis"] != "P1"]
+    assert {c["hypothesis"] for c in res["cells"]} == {"G1", "G2", "P1", "P2"}
+    gen_cells = [c for c in res["cells"] if c["hypothesis"] not in ("P1", "P2")]
     assert all("seed_robustness" in c for c in gen_cells)  # two seeds: robustness over generation seeds
     p1 = next(c for c in res["cells"] if c["hypothesis"] == "P1")
     assert p1["statistic"] == "probe_drift" and p1["outcome"] in ("supported", "refuted", "inconclusive")
+    p2 = next(c for c in res["cells"] if c["hypothesis"] == "P2")  # two prompts: the paired t on their differences
+    assert p2["statistic"] == "difference" and p2["detail"]["test"] == "paired t" and p2["detail"]["paired"]
+    assert [r["probe"] for r in p2["detail"]["readings"]] == ["reno_ir", "reno_ir_min"]
     # first and last image of each trajectory (keep: ends); the store holds every iteration
     assert len(list((tmp_path / "out" / "probes" / "reno_ir").glob("p*_s*/it*.png"))) == 2 * 2 * 2
     assert (tmp_path / "out" / "report.html").is_file()
