@@ -168,6 +168,16 @@ def test_ratio_and_its_undefined_denominator():
     assert c["estimate"] == pytest.approx(per_up[("ita", "")].mean() / per_down[("ita", "")].mean())
     assert c["detail"]["test"] == "bootstrap" and c["undefined"] is None
     assert c["ci_low"] < c["estimate"] < c["ci_high"]
+    # replicates: one draw over the shared prompts (sorted), each reading's mean of prompt means, their ratio
+    ir = _ir()
+    ctx = StatContext(ir, {"probe": pd.DataFrame(_rows("up", "pick", prompts, up) + _rows("down", "laion", prompts,
+                                                                                           down))})
+    est = ctx.evaluate(ir.cells()[1].statistic, None, "pick:laion")
+    W = count_matrix(arm_rng(3, "pairing", "probe:down", "probe:up"), 400, 10)
+    order = np.argsort(prompts)  # keys are prompt texts in sorted order
+    ra = W @ per_up[("ita", "")][order] / W.sum(1)
+    rb = W @ per_down[("ita", "")][order] / W.sum(1)
+    np.testing.assert_allclose(est.boot, ra / rb, rtol=1e-12)
     # score changes: both probes moved their scores by about 2 → ratio near 1, inside (−5, 5)
     s = cells["C.4/pick:laion/up:down"]
     assert s["estimate"] == pytest.approx(per_up[("score", "")].mean() / per_down[("score", "")].mean())
