@@ -460,3 +460,38 @@ def test_a_torch_scorer_without_the_fact_gets_host_arrays(tmp_path, monkeypatch,
         assert seen and set(seen) == {np.ndarray}
     finally:
         reg._entries.pop("fake_torch_mean", None)  # test-only: the registry has no public removal
+
+
+class _FakeMeanPixel:
+    """A measure without a torch twin: the variant's mean pixel value (numpy only)."""
+
+    def __init__(self, params=None, device: str = "cpu"):
+        self.params = params
+
+    def compute(self, ctx) -> float:
+        assert isinstance(ctx.variant, np.ndarray) and isinstance(ctx.original, np.ndarray)
+        return float(np.asarray(ctx.variant, dtype=np.float64).mean())
+
+
+def test_a_measure_without_a_twin_runs_its_reference_on_host_copies(tmp_path, fake_log):
+    reg = REGISTRIES["measure"]
+    reg.register("fake_mean_pixel", version="1")(_FakeMeanPixel)
+    try:
+        spec = _project(tmp_path)
+        ir = _ir({"s": ScorerIR(name="s", call=call("fake_mean"))}, operators={"light": _operators()["light"]},
+                 measures={"mp": MeasureIR(name="mp", call=call("fake_mean_pixel"), role="measure"),
+                           "L": MeasureIR(name="L", call=call("mean_lab", channel="L"), role="measure")})
+        for path in ("off", "on"):
+            execute(ir, None, spec_path=spec, out_dir=tmp_path / path, cache_path=tmp_path / f"{path}.sqlite",
+                    progress=False, device="cpu", tensor_path=path)
+        log = (tmp_path / "on" / "run.log").read_text()
+        assert log.count("measure 'fake_mean_pixel' has no torch twin") == 1
+        assert "'mean_lab' has no torch twin" not in log
+        m = {p: _table(tmp_path / p, "measures") for p in ("off", "on")}
+        scores = _table(tmp_path / "on", "scores")
+        mp = m["on"][m["on"].name == "mp"].set_index(["image_id", "operator", "dose"])["value"]
+        fm = scores.set_index(["image_id", "operator", "dose"])["score"]  # fake_mean: the same mean pixel value
+        assert len(mp) == 4 * 6 and all(mp[k] == pytest.approx(fm[k], abs=1e-9) for k in mp.index)
+        assert (m["on"]["name"] == m["off"]["name"]).all()
+    finally:
+        reg._entries.pop("fake_mean_pixel", None)  # test-only: the registry has no public removal
