@@ -9,8 +9,16 @@ from scoreaudit.plugins import colour as ref
 _EPS, _KAPPA, _F_BREAK, _HALF = ref._EPS, ref._KAPPA, ref._F_BREAK, ref._HALF_LEVEL
 
 
+_CONSTS: dict[tuple[int, str], torch.Tensor] = {}
+
+
 def _const(array, like: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(array, dtype=torch.float32, device=like.device)
+    """A float32 copy of a reference constant on like's device, made once per device (not one upload per call)."""
+    key = (id(array), str(like.device))
+    t = _CONSTS.get(key)
+    if t is None:
+        t = _CONSTS[key] = torch.as_tensor(array, dtype=torch.float32, device=like.device)
+    return t
 
 
 def srgb8_to_lab(rgb: torch.Tensor) -> torch.Tensor:
