@@ -165,17 +165,18 @@ def test_fp32_is_exactly_a_plain_forward(tiny):
     assert np.array_equal(got, plain.astype(np.float64))
 
 
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
 @pytest.mark.parametrize("name", NAMES)
-def test_bf16_agrees_with_fp32(tiny, name):
+def test_reduced_precision_agrees_with_fp32(tiny, name, precision):
     s = make(name, "fp32")
     imgs = images()
     ps = prompts(name, len(imgs))
     ref = s.score(imgs, ps, [])
-    s.use_precision("bf16")
+    s.use_precision(precision)
     got = s.score(imgs, ps, [])
-    assert not np.array_equal(got, ref)  # bf16 did run: its rounding shows
+    assert not np.array_equal(got, ref)  # the reduced precision did run: its rounding shows
     worst, rho = agrees(ref, got)
-    print(f"{name}: bf16 max |Δ| = {worst:.4f} SD, Spearman ρ = {rho:.4f}")
+    print(f"{name}: {precision} max |Δ| = {worst:.4f} SD, Spearman ρ = {rho:.4f}")
 
 
 @pytest.mark.parametrize("name", ["laion_aesthetic", "image_reward"])
@@ -239,3 +240,23 @@ def test_auto_is_fp32_on_the_cpu_and_the_scorers_choice_on_cuda():
     assert choose_precision("cuda", "fp32", "bf16", {}) == "bf16"  # the scorer's own argument wins
     with pytest.raises(ScorerUnavailable, match="unknown precision"):
         choose_precision("cpu", "fp8", "auto", {})
+
+
+@pytest.mark.parametrize("name", ["laion_aesthetic", "image_reward"])
+def test_fp16_scores_in_fp16_and_differentiates_in_bf16(tiny, name):
+    """fp16 autocast for `score`; `score_tensor` (probes) runs bf16, whose range keeps small gradients."""
+    s = make(name, "fp16")
+    imgs = images()
+    seen, hooks = linear_output_dtypes([image_tower(s)])
+    try:
+        s.score(imgs[:2], prompts(name, 2), [])
+        assert torch.float16 in seen and torch.bfloat16 not in seen
+        seen.clear()
+        x = torch.from_numpy(np.stack(tm.test_images(3, seed=2)[2:3])).permute(0, 3, 1, 2).float() / 255
+        x.requires_grad_(True)
+        s.score_tensor(x, prompts(name, 1)).sum().backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    assert torch.bfloat16 in seen and torch.float16 not in seen
+    assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0

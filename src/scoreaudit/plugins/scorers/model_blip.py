@@ -331,9 +331,9 @@ class ImageRewardImpl:
         used = int(mask.sum(dim=1).max())
         return ids[:, :used], mask[:, :used]
 
-    def _reward(self, pixels, ids, mask) -> torch.Tensor:
+    def _reward(self, pixels, ids, mask, precision: Precision | None = None) -> torch.Tensor:
         """Encoders at the scorer's precision (autocast for fp16/bf16), the reward MLP in fp32."""
-        with self.precision.forward():
+        with (precision or self.precision).forward():
             feats = self.model.features(pixels, ids, mask)
         return self.model.reward(feats)
 
@@ -356,4 +356,5 @@ class ImageRewardImpl:
         ids, mask = self._tokens(uniq)
         sel = torch.tensor(idx, device=self.device)
         ids, mask = self.trim(plain(ids)[sel], plain(mask)[sel])
-        return self._reward(self.pre.tensor(x.to(self.device), self.dtype), ids, mask).reshape(-1)
+        x = self.pre.tensor(x.to(self.device), self.dtype)
+        return self._reward(x, ids, mask, self.precision.for_gradients()).reshape(-1)

@@ -127,7 +127,7 @@ class OpenClipPair:
         """Differentiable image embeddings of float N×3×H×W images in [0, 1] (the probes' path)."""
         frozen(self.model)
         x = self.pre.tensor(x.to(self.device), self.dtype)
-        with self.precision.forward():
+        with self.precision.for_gradients().forward():
             return self.model.encode_image(x).float()
 
     @torch.inference_mode()

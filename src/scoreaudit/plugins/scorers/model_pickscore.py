@@ -111,7 +111,7 @@ class PickScoreImpl:
         with torch.no_grad():
             text = plain(self._text_features(uniq))
         x = self.pre.tensor(x.to(self.device), self.dtype)
-        with self.precision.forward():
+        with self.precision.for_gradients().forward():
             out = self.model.vision_model(pixel_values=x)
             img = self.model.visual_projection(out.pooler_output).float()
         img = img / img.norm(dim=-1, keepdim=True)

@@ -52,6 +52,17 @@ class Precision:
             return contextlib.nullcontext()
         return torch.autocast(self.device_type, dtype=AUTOCAST_DTYPES[self.name])
 
+    def for_gradients(self) -> "Precision":
+        """The precision of the differentiable path (`score_tensor`, the probes): fp16 becomes bf16.
+
+        fp16 gradients underflow without loss scaling, which a score function cannot apply for its
+        caller; bf16 has fp32's exponent range. Where bf16 is unsupported (CUDA before Ampere), fp32.
+        """
+        if self.name != "fp16":
+            return self
+        ok = self.device_type == "cpu" or (self.device_type == "cuda" and torch.cuda.is_bf16_supported())
+        return Precision("bf16" if ok else "fp32", self.device_type)
+
     def exact(self):
         """A region forced back to fp32 inside a forward (heads the official code runs on .float() features)."""
         if self.name == "fp32":

@@ -174,7 +174,9 @@ class _ModelScorer:
         """Differentiable scores of float N×3×H×W images in [0, 1] (a torch tensor; the optimisation probes' path).
 
         The same model and preprocessing as `score`, on float tensors (no 8-bit
-        rounding after the resize); gradients flow to `x`, never to the weights.
+        rounding after the resize); gradients flow to `x`, never to the weights. The forward
+        runs under the scorer's autocast, except that fp16 runs as bf16 here (fp16 gradients
+        would underflow without loss scaling; see `Precision.for_gradients`).
         """
         if prompts is None and isinstance(getattr(self.params, "prompt", None), str):
             prompts = [self.params.prompt] * len(x)
