@@ -113,7 +113,7 @@ def main() -> int:
             pre = [clip.pre.batch(imgs[b], a.device, clip.dtype) for b in batches]
 
             def bare(clip=clip, pre=pre):
-                with torch.inference_mode():
+                with torch.inference_mode(), clip.precision.forward():  # the runtime's precision
                     for x in pre:
                         clip.model.encode_image(x)
                 sync()
@@ -141,7 +141,7 @@ def main() -> int:
             pre = [impl.pre.batch(imgs[b], a.device, impl.dtype) for b in batches]
 
             def bare_pick():
-                with torch.inference_mode():
+                with torch.inference_mode(), impl.precision.forward():
                     for x in pre:
                         impl.model.visual_projection(impl.model.vision_model(pixel_values=x).pooler_output)
                 sync()
@@ -173,7 +173,7 @@ def main() -> int:
             def bare_ir():
                 with torch.inference_mode():
                     for x, t in zip(pre, text):
-                        impl.model(x, *t)
+                        impl._reward(x, *t)
                 sync()
 
             tok = BertTokenizer.from_pretrained(tm.BERT_REPO)
