@@ -5,6 +5,7 @@ pipeline folder, or on a tiny random pipeline built here when none is given:
 
     PYTHONPATH=src python bench/generation.py                         # tiny pipeline, CPU
     PYTHONPATH=src python bench/generation.py --pipeline DIR --device cuda --size 1024 --steps 30 --batch 4
+    PYTHONPATH=src python bench/generation.py --executor ray          # in a Ray pipeline actor (local Ray)
 
 Printed: images, denoising steps, seconds, images/s and steps/s for a first
 run (every image generated) and a second run (every image read from the
@@ -32,7 +33,27 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=32)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--executor", choices=("local", "ray"), default="local",
+                    help="ray: generate in a pipeline actor of a local Ray instance (as `run --executor ray`)")
     args = ap.parse_args()
+    make = {}
+    conn = None
+    if args.executor == "ray":
+        from scoreaudit.runtime.ray_backend import RayConnection
+
+        conn = RayConnection()
+        t0 = time.perf_counter()
+        conn.get()
+        print(f"{'ray start':>15}: {time.perf_counter() - t0:.2f} s (not counted below)")
+        make = {"make": conn.generator}
+    try:
+        _bench(args, make)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _bench(args, make: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         if args.pipeline:
@@ -51,7 +72,7 @@ def main() -> None:
         for label in ("generated", "from the store"):
             t0 = time.perf_counter()
             generate_arm(arm, spec_dir=tmp, out_dir=tmp / f"out-{len(times)}", store=tmp / "store",
-                         device=args.device)
+                         device=args.device, **make)
             dt = time.perf_counter() - t0
             times.append(dt)
             print(f"{label:>15}: {n} images, {n * args.steps} denoising steps in {dt:.2f} s: "
