@@ -205,3 +205,47 @@ def test_sigkill_then_resume_on_the_cluster(tmp_path, cluster):
     import test_runtime_crash as crash
 
     crash.run_scenario(tmp_path, dict(os.environ, SA_EXECUTOR="ray", SA_RAY_ADDRESS=cluster), kills=(5, 30))
+
+
+PIPELINE_SPEC = '''audit "Ray pipelines" { seed: 1  bootstrap: 100 }
+scorer p = planted(fidelity: 0.5, noise: 0.1)
+scorer pick = pickscore(prompt: "a portrait photo")
+arm gen = generate("sd", prompts: "prompts.txt", seeds: 2, steps: 2, guidance: 1.0, size: 32, batch_size: 2,
+                   kind: synthetic)
+probe q = reno(pick, pipeline: "sd", prompts: "prompts.txt", iterations: 1, seeds: 1, size: 32,
+               measures: [skin_exposure])
+'''
+
+
+def test_generation_and_probe_on_the_two_node_cluster(tmp_path, cluster):
+    """Generated images and a probe's trajectories are made in pipeline actors on the cluster (1 CPU per
+    node: the generation actor, then the scorer actor beside the probe's actor); the local tables."""
+    pytest.importorskip("diffusers")
+    import re
+
+    import pandas as pd
+
+    from scoreaudit import api
+    from scoreaudit.testing.tiny_diffusion import save_tiny_sd
+    from scoreaudit.testing.tiny_models import build_pickscore
+
+    build_pickscore(Path(os.environ["HF_HUB_CACHE"]), None, seed=2)  # the session's offline HF cache
+    save_tiny_sd(tmp_path / "sd", seed=3)
+    (tmp_path / "prompts.txt").write_text("a photo of a nurse\na photo of a pilot\n")
+    spec = tmp_path / "p.audit"
+    spec.write_text(PIPELINE_SPEC)
+    api.run(spec, out=tmp_path / "local", device="cpu", cache=tmp_path / "l.sqlite", progress=False,
+            render_report=False)
+    api.run(spec, out=tmp_path / "ray", device="cpu", cache=tmp_path / "r.sqlite", progress=False,
+            render_report=False, executor="ray", ray_address=cluster)
+    log = (tmp_path / "ray" / "run.log").read_text()
+    assert "executor ray: 2 node(s)" in log
+    for what in ("generate gen", "probe q"):
+        pids = re.findall(rf"executor ray: {what}: pipeline actor pid (\d+) on node", log)
+        assert len(pids) == 1 and int(pids[0]) != os.getpid(), log[:2000]
+    for t in ("images", "scores", "probe"):
+        assert (tmp_path / "ray" / "tables" / f"{t}.parquet").is_file()
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "ray" / "tables" / f"{t}.parquet"),
+                                      pd.read_parquet(tmp_path / "local" / "tables" / f"{t}.parquet"))
+    run = json.loads((tmp_path / "ray" / "run.json").read_text())
+    assert run["generated"]["gen"]["generated"] == 4 and run["probes"]["q"]["optimised"] == 2
