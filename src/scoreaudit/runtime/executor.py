@@ -543,9 +543,32 @@ def probed_scorers(ir: AuditIR) -> list[str]:
     return [p.scorer for p in ir.probes.values()]
 
 
-def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
-            cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False,
-            executor: str = "local", ray_address: str | None = None, tensor_path: str = "auto") -> RunSummary:
+def execute(ir: AuditIR, plan: Any = None, *, executor: str = "local", ray_address: str | None = None,
+            **options: Any) -> RunSummary:
+    """Run (or resume) an audit and write its per-image tables; see the module docstring and `_execute`.
+
+    `executor`: "local" (this process) or "ray" (runtime/ray_backend.py; `ray_address` joins an
+    existing cluster, None starts a local instance for the run). Under Ray one connection serves
+    generation, the arms and the probes, and is closed however the run ends.
+    """
+    if executor not in ("local", "ray"):
+        raise ValueError(f"unknown executor {executor!r} (local or ray)")
+    conn = None
+    if executor == "ray":
+        from scoreaudit.runtime.ray_backend import RayConnection
+
+        conn = RayConnection(ray_address)
+    try:
+        return _execute(ir, plan, executor=executor, ray_address=ray_address, conn=conn, **options)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, device: str = "auto",
+             cache_path: Path | None = None, progress: bool = True, allow_outside: bool = False,
+             executor: str = "local", ray_address: str | None = None, conn: Any = None,
+             tensor_path: str = "auto") -> RunSummary:
     """Run (or resume) an audit and write its per-image tables; see the module docstring.
 
     `tensor_path` ("auto", "on", "off"; runtime/tensor_steps.py): keep each image on the device through
@@ -554,26 +577,9 @@ def execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, de
     Data files must lie inside the spec's folder unless `allow_outside` (a spec never reaches
     outside its project on its own). `executor`: "local" (this process) or "ray"
     (runtime/ray_backend.py; `ray_address` joins an existing cluster, None starts a local
-    instance for the run; generated arms and probes run in its pipeline actors); the tables are
-    the same either way.
+    instance for the run; `conn`, its RayConnection, made by `execute`); the tables are the same
+    either way, and generated arms and probes run in its pipeline actors.
     """
-    if executor not in ("local", "ray"):
-        raise ValueError(f"unknown executor {executor!r} (local or ray)")
-    conn = None
-    if executor == "ray":  # one Ray connection for generation, the arms and the probes
-        from scoreaudit.runtime.ray_backend import RayConnection
-
-        conn = RayConnection(ray_address)
-    try:
-        return _execute(ir, plan, spec_path=spec_path, out_dir=out_dir, device=device, cache_path=cache_path,
-                        progress=progress, allow_outside=allow_outside, conn=conn)
-    finally:
-        if conn is not None:
-            conn.close()
-
-
-def _execute(ir: AuditIR, plan: Any, *, spec_path: Path, out_dir: Path, device: str, cache_path: Path | None,
-             progress: bool, allow_outside: bool, conn: Any) -> RunSummary:
     started = utc_now()
     spec_path = Path(spec_path)
     out_dir = Path(out_dir)
