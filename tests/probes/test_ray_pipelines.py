@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 
 import pandas as pd
 import pytest
 
-os.environ.setdefault("RAY_AUTH_MODE", "token")  # the same settings as tests/runtime's Ray tests (one per process)
-os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+# Ray's token authentication (one random token for every Ray process of the session) is set in
+# tests/conftest.py, before any module imports ray.
 pytest.importorskip("diffusers")
 pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
 
@@ -45,6 +44,17 @@ def _run(spec, out, cache, executor):
 
 def _files(folder):
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _level_diff(a: bytes, b: bytes) -> int:
+    """The largest per-channel difference between two PNGs, in 8-bit levels."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return int(np.abs(np.asarray(Image.open(io.BytesIO(a)), dtype=int)
+                      - np.asarray(Image.open(io.BytesIO(b)), dtype=int)).max())
 
 
 def _actor_pids(log: str, what: str) -> list[int]:
@@ -90,10 +100,18 @@ def test_generation_and_probes_run_in_pipeline_actors_with_the_local_results(tmp
     assert again["generated"]["gen"]["generated"] == 1 and again["generated"]["gen"]["reused"] == 3
     assert again["probes"]["q"]["optimised"] == 1 and again["probes"]["q"]["reused"] == 3
     assert all((p.stat().st_mtime_ns, p.read_bytes()) == v for p, v in kept.items())
-    assert _files(gen_store) == _files(tmp_path / "l.sqlite.generated")
-    for t in TABLES:
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "again" / "tables" / f"{t}.parquet"),
-                                      pd.read_parquet(local / "tables" / f"{t}.parquet"))
+    made, reference = _files(gen_store), _files(tmp_path / "l.sqlite.generated")
+    assert made.keys() == reference.keys()
+    name = png.relative_to(gen_store).as_posix()
+    assert all(made[k] == reference[k] for k in made if k != name)
+    # the remade image ran alone (a batch of 1, the local run's was a batch of 2): batched convolutions
+    # may round differently by one level at most (tests/generate/test_generate.py)
+    assert _level_diff(made[name], reference[name]) <= 1
+    for t in TABLES:  # the remade image's content hash is its own; everything else agrees
+        again_t, local_t = (pd.read_parquet(d / "tables" / f"{t}.parquet") for d in (tmp_path / "again", local))
+        hashes = [c for c in again_t.columns if c.endswith("hash")]
+        assert sum((again_t[c] != local_t[c]).sum() for c in hashes) <= 1
+        pd.testing.assert_frame_equal(again_t.drop(columns=hashes), local_t.drop(columns=hashes), rtol=1e-3)
     # everything in the store: no pipeline actor starts at all
     third = _run(spec, tmp_path / "third", tmp_path / "r.sqlite", "ray")
     assert third["generated"]["gen"]["generated"] == 0 and third["probes"]["q"]["optimised"] == 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -27,11 +26,8 @@ from scoreaudit.compiler.ir import ScorerIR
 from scoreaudit.runtime import executor as ex
 from scoreaudit.runtime.executor import execute
 
-# Ray reads its authentication settings once per process: set them before anything imports ray. Every
-# Ray process of this module (the local instance, both cluster nodes, the crash-test drivers) shares one
-# random token.
-os.environ.setdefault("RAY_AUTH_MODE", "token")
-os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+# Ray's token authentication (one random token for every Ray process of the session) is set in
+# tests/conftest.py, before any module imports ray.
 pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
 
 pytestmark = pytest.mark.timeout(900)

@@ -7,7 +7,6 @@ Ray instance that declares one (fake) GPU, that Ray accepts the options and assi
 from __future__ import annotations
 
 import os
-import secrets
 
 import pytest
 
@@ -24,8 +23,8 @@ from scoreaudit.runtime.scoring import ScorerSlot
 from scoreaudit.runtime.steps import RunContext
 from scoreaudit.runtime.tables import Tables
 
-os.environ.setdefault("RAY_AUTH_MODE", "token")  # the same settings as test_runtime_ray.py (one per process)
-os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+# Ray's token authentication (one random token for every Ray process of the session) is set in
+# tests/conftest.py, before any module imports ray.
 
 pytestmark = pytest.mark.timeout(600)
 
