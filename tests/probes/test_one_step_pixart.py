@@ -123,3 +123,14 @@ def test_run_reports_E0882_for_a_pipeline_without_a_one_step_path(tmp_path, monk
     codes = [d.code for d in err.value.diagnostics]
     assert codes == ["E0882"], codes
     assert "DDIMScheduler cannot start at timestep 500" in err.value.diagnostics[0].message
+    assert err.value.diagnostics[0].message.startswith("probe 'p': ")  # names the probe, not an arm
+
+
+def test_a_probe_whose_pipeline_is_missing_names_the_probe(tmp_path):
+    from scoreaudit.runtime.generation import GenerationUnavailable
+
+    spec = project(tmp_path, PIX.format(d="maximize", op=">").replace('"pixart"', '"nowhere"'),
+                   prompts=("a photo of a nurse",))
+    with pytest.raises(GenerationUnavailable, match=r"^probe 'p': pipeline 'nowhere' is neither a folder"):
+        api.run(spec, out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False,
+                render_report=False)

@@ -59,8 +59,10 @@ def sizes(params: dict) -> tuple[int, int]:
     return (int(s), int(s)) if isinstance(s, int) else (int(s[0]), int(s[1]))
 
 
-def _error(arm: str, message: str, help: str | None = None, code: str = "E0852") -> DiagnosticError:
-    return DiagnosticError([Diagnostic(code, "error", f"arm '{arm}': {message}", None, help)])
+def _error(name: str, message: str, help: str | None = None, code: str = "E0852", kind: str = "arm"
+           ) -> DiagnosticError:
+    """A runtime diagnostic that names the generated arm (kind "arm") or the probe (kind "probe")."""
+    return DiagnosticError([Diagnostic(code, "error", f"{kind} '{name}': {message}", None, help)])
 
 
 def _file_digest(path: Path, chunk: int = 1 << 20) -> str:
@@ -108,32 +110,34 @@ def _missing_files(folder: Path) -> list[str]:
     return missing
 
 
-def locate_pipeline(arm: str, params: dict, spec_dir: Path) -> tuple[Path, str]:
-    """(folder, identity): a local folder relative to the spec, or a snapshot already in the HF cache."""
+def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -> tuple[Path, str]:
+    """(folder, identity): a local folder relative to the spec, or a snapshot already in the HF cache.
+    Messages name the generated arm or (kind "probe") the probe that asked for the pipeline."""
     name = params["pipeline"]
+    who = f"{kind} '{arm}'"
     local = spec_dir / name
     if local.is_dir():
         missing = _missing_files(local)
         if missing:
-            raise GenerationUnavailable(f"arm '{arm}': pipeline folder '{name}' lacks {', '.join(missing)} "
+            raise GenerationUnavailable(f"{who}: pipeline folder '{name}' lacks {', '.join(missing)} "
                                         "(save it with `pipeline.save_pretrained(folder)`)")
         return local, "sha256:" + _folder_identity(local)
     try:
         from huggingface_hub import snapshot_download
     except ImportError as exc:
-        raise GenerationUnavailable(f"arm '{arm}': generated arms need the generate extra ({exc.name}): "
+        raise GenerationUnavailable(f"{who}: generated arms need the generate extra ({exc.name}): "
                                     "pip install 'scoreaudit[generate]'") from None
     try:
         folder = Path(snapshot_download(name, revision=params.get("revision"), local_files_only=True))
     except Exception as exc:  # not cached (LocalEntryNotFoundError), bad id (HFValidationError)
         raise GenerationUnavailable(
-            f"arm '{arm}': pipeline '{name}' is neither a folder under the spec's folder nor in the Hugging Face "
+            f"{who}: pipeline '{name}' is neither a folder under the spec's folder nor in the Hugging Face "
             f"cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it beforehand with "
             f"`huggingface-cli download {name}` or `DiffusionPipeline.from_pretrained(...).save_pretrained(DIR)`"
         ) from None
     missing = _missing_files(folder)
     if missing:
-        raise GenerationUnavailable(f"arm '{arm}': the cached snapshot of '{name}' lacks {', '.join(missing)}; "
+        raise GenerationUnavailable(f"{who}: the cached snapshot of '{name}' lacks {', '.join(missing)}; "
                                     f"download them with `huggingface-cli download {name}`")
     return folder, "hf:" + name + "@" + folder.name
 
@@ -171,8 +175,9 @@ def _dtype_name(params: dict, device: str) -> str:
 class Generator:
     """Loads the pipeline lazily (only when some image is not in the store) and makes batches of images."""
 
-    def __init__(self, arm: str, params: dict, folder: Path, device: str, dtype: str) -> None:
+    def __init__(self, arm: str, params: dict, folder: Path, device: str, dtype: str, kind: str = "arm") -> None:
         self.arm, self.params, self.folder, self.device, self.dtype = arm, params, folder, device, dtype
+        self.kind = kind  # "arm", or "probe" when a probe loads the pipeline (messages name it)
         self.pipe = None
 
     def _load(self):
@@ -180,7 +185,8 @@ class Generator:
             import torch
             import diffusers
         except ImportError as exc:
-            raise GenerationUnavailable(f"arm '{self.arm}': generated arms need the generate extra ({exc.name}): "
+            raise GenerationUnavailable(f"{self.kind} '{self.arm}': generated arms and probes need the generate "
+                                        f"extra ({exc.name}): "
                                         "pip install 'scoreaudit[generate]'") from None
         import warnings
 
@@ -199,15 +205,15 @@ class Generator:
                 pipe = diffusers.DiffusionPipeline.from_pretrained(
                     str(self.folder), local_files_only=True, torch_dtype=getattr(torch, self.dtype))
         except (OSError, ValueError) as exc:
-            raise GenerationUnavailable(f"arm '{self.arm}': cannot load pipeline '{self.params['pipeline']}': "
-                                        f"{exc}") from None
+            raise GenerationUnavailable(f"{self.kind} '{self.arm}': cannot load pipeline "
+                                        f"'{self.params['pipeline']}': {exc}") from None
         sched = self.params.get("scheduler")
         if sched:
             cls = getattr(diffusers, sched, None)
             if cls is None or not hasattr(cls, "from_config"):
                 raise _error(self.arm, f"unknown scheduler '{sched}'",
                              "name a diffusers scheduler class, e.g. DDIMScheduler or EulerDiscreteScheduler",
-                             code="E0853")
+                             code="E0853", kind=self.kind)
             pipe.scheduler = cls.from_config(pipe.scheduler.config)
         pipe = pipe.to(self.device)
         pipe.set_progress_bar_config(disable=True)

@@ -60,9 +60,9 @@ def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scor
     try:
         rows = expand_prompts(p["prompts"], spec_dir)
     except PromptsError as exc:
-        raise _error(probe.name, str(exc), "prompts files are relative to the spec's folder") from None
+        raise _error(probe.name, str(exc), "prompts files are relative to the spec's folder", kind="probe") from None
     if not rows:
-        raise _error(probe.name, "no prompts", "add prompts to the file or levels to the template")
+        raise _error(probe.name, "no prompts", "add prompts to the file or levels to the template", kind="probe")
     h, w = sizes(p)
     settings = {k: p.get(k) for k in ("iterations", "lr", "direction", "regulariser", "grad_clip", "guidance",
                                       "negative_prompt")}
@@ -339,7 +339,7 @@ def store_status(probe: ProbeIR, *, scorer_slot, spec_dir: Path, store: Path, de
     `device`; None when they cannot be known here (pipeline or prompts missing). For `plan --cache`."""
     p = dict(probe.call.params)
     try:
-        _folder, identity = locate_pipeline(probe.name, p, spec_dir)
+        _folder, identity = locate_pipeline(probe.name, p, spec_dir, kind="probe")
         trajs = trajectories(probe, spec_dir, identity, _dtype_name(p, device), scorer_identity(scorer_slot))
     except (GenerationUnavailable, DiagnosticError):
         return None
@@ -356,13 +356,13 @@ def one_step(name: str, pipe, p: dict, device: str, dtype: str) -> OneStep:
                        timestep=p.get("timestep"))
     except OneStepUnsupported as exc:
         raise _error(name, str(exc), "point `pipeline:` at a one-step model such as SD-Turbo, "
-                     "SDXL-Turbo or PixArt-α DMD", code="E0882") from None
+                     "SDXL-Turbo or PixArt-α DMD", code="E0882", kind="probe") from None
 
 
 def _local_trajectories(probe: ProbeIR, p: dict, folder: Path, device: str, dtype: str, scorer_slot,
                         todo: list[Trajectory], advance: Callable[[int], None]):
     """(trajectory, images, trace) of each trajectory to do, optimised in this process."""
-    make = Generator(f"{probe.name}", p, folder, device, dtype)
+    make = Generator(probe.name, p, folder, device, dtype, kind="probe")
     make._load()
     gen = one_step(probe.name, make.pipe, p, device, dtype)
     scorer = scorer_slot.instance
@@ -380,7 +380,7 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
     actor instead of here; keys, store and commits are the same.
     """
     p = dict(probe.call.params)
-    folder, identity = locate_pipeline(probe.name, p, spec_dir)
+    folder, identity = locate_pipeline(probe.name, p, spec_dir, kind="probe")
     dtype = _dtype_name(p, device)
     trajs = trajectories(probe, spec_dir, identity, dtype, scorer_identity(scorer_slot))
     todo = [t for t in trajs if not finished(store, t)]
