@@ -41,11 +41,12 @@ Hugging Face cache) must be at the same path on the node that runs the actor.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
 import sys
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -409,13 +410,38 @@ def gpu_requests(device: str, cluster_gpus: float, n_actors: int, tasks_on_devic
     return max(actor, 0.01), task
 
 
+LOOPBACK = "127.0.0.1"  # where a local Ray instance (no --ray-address) listens
+
+
+@contextlib.contextmanager
+def _loopback_node() -> Iterator[None]:
+    """While a local instance starts, Ray keeps a loopback node address instead of swapping it for the
+    machine's network address (which it does on Linux, where multi-node clusters are on): the flag it
+    reads is the one Ray itself clears on macOS and Windows. Without that flag (another Ray version)
+    the instance starts as Ray would have started it."""
+    try:
+        from ray._private import ray_constants
+    except ImportError:
+        yield
+        return
+    had = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    if had is None:
+        yield
+        return
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = had
+
+
 class _PipelineActor:
     """One diffusers pipeline, loaded once per actor process on first use: batches of generated images
     (`generate`) and probe trajectories (`optimise`, with the probe's scorers built here too, since the
     gradient runs through the pipeline and the scorer)."""
 
     def __init__(self, name: str, params: dict, folder: str, device: str, dtype: str, entries: list = (),
-                 spec_dir: Any = None, threads: int | None = None) -> None:
+                 spec_dir: Any = None, threads: int | None = None, kind: str = "arm") -> None:
         from pathlib import Path
 
         from scoreaudit.runtime.generation import Generator
@@ -425,7 +451,7 @@ class _PipelineActor:
             import torch
 
             torch.set_num_threads(int(threads))
-        self.loader = Generator(name, params, Path(folder), device, dtype)
+        self.loader = Generator(name, params, Path(folder), device, dtype, kind)
         self.spec_dir = spec_dir
         self.scorers: dict[str, Any] = {}
         self.steps: dict[tuple, Any] = {}
@@ -460,16 +486,17 @@ class _PipelineActor:
             self.scorers[sir.name] = build_scorer(sir, self.loader.device, self.spec_dir)
         return self.scorers[sir.name]
 
-    def optimise(self, params: dict, sir: Any, scorer_prompt: str | None, prompt: str, seed: int
-                 ) -> tuple[list[bytes], list[dict]]:
-        """One probe trajectory (runtime/probe.py's `optimise`): each iteration's PNG and the trace."""
+    def optimise(self, params: dict, sir: Any, scorer_prompt: str | None, prompt: str, seed: int,
+                 probe: str = "probe") -> tuple[list[bytes], list[dict]]:
+        """One probe trajectory (runtime/probe.py's `optimise`): each iteration's PNG and the trace. One
+        actor serves every probe on its pipeline, so `probe` names the one asking (in an E0882)."""
         from scoreaudit.runtime.generation import sizes
         from scoreaudit.runtime.probe import _png, one_step, optimise
 
         pipe = self._pipe()
         k = (float(params.get("guidance", 0.0)), *sizes(params), params.get("timestep"))
         if k not in self.steps:
-            self.steps[k] = one_step("probe", pipe, params, self.loader.device, self.loader.dtype)
+            self.steps[k] = one_step(probe, pipe, params, self.loader.device, self.loader.dtype)
         images, trace = optimise(self.steps[k], self._scorer(sir), prompt, seed, params, scorer_prompt)
         return [_png(a) for a in images], trace
 
@@ -568,12 +595,15 @@ class RayConnection:
                 if address:
                     ray.init(address=address, log_to_driver=False, configure_logging=False,
                              runtime_env={"env_vars": env})
-                else:  # "local": a new instance even when a `ray start` cluster runs on this machine
-                    ray.init(address="local", num_cpus=self.num_cpus or os.cpu_count() or 1,
-                             include_dashboard=False,
-                             object_store_memory=int(os.environ.get("SCOREAUDIT_RAY_OBJECT_STORE_MB", "200"))
-                             * 1024 * 1024, log_to_driver=False, configure_logging=False,
-                             runtime_env={"env_vars": env})
+                else:  # "local": a new instance even when a `ray start` cluster runs on this machine; its
+                    # servers listen on the loopback only (on the node's LAN address anyone who reaches it
+                    # could submit work to it)
+                    with _loopback_node():
+                        ray.init(address="local", num_cpus=self.num_cpus or os.cpu_count() or 1,
+                                 include_dashboard=False, _node_ip_address=LOOPBACK,
+                                 object_store_memory=int(os.environ.get("SCOREAUDIT_RAY_OBJECT_STORE_MB", "200"))
+                                 * 1024 * 1024, log_to_driver=False, configure_logging=False,
+                                 runtime_env={"env_vars": env})
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise RayUnavailable(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") \
                     from None
@@ -582,12 +612,12 @@ class RayConnection:
         return ray
 
     def pipeline_actor(self, options: dict, name: str, params: dict, folder: Any, device: str, dtype: str,
-                       entries: list = (), spec_dir: Any = None) -> Any:
-        """A new pipeline actor (nothing is loaded until its first call)."""
+                       entries: list = (), spec_dir: Any = None, kind: str = "arm") -> Any:
+        """A new pipeline actor (nothing is loaded until its first call); `kind` "probe" for a probe's."""
         ray = self.get()
         cls = ray.remote(_PipelineActor).options(**options)  # one .options() call (ray 2.60)
         return cls.remote(name, params, str(folder), actor_device(device), dtype, list(entries), spec_dir,
-                          cpu_threads(device))
+                          cpu_threads(device), kind)
 
     def generator(self, arm: str, params: dict, folder: Any, device: str, dtype: str) -> RemoteGenerator:
         """`generation.generate_arm`'s `make`: the arm's images come from its pipeline's actor (started
@@ -686,7 +716,8 @@ class RayBackend:
         key = pipeline_key(params)
         if key not in self.probe_actors:
             self.probe_actors[key] = self.conn.pipeline_actor(self.probe_options(), probe.name, params, folder,
-                                                              device, dtype, self.entries, self.ctx.spec_dir)
+                                                              device, dtype, self.entries, self.ctx.spec_dir,
+                                                              "probe")
             where = ray.get(self.probe_actors[key].where.remote())
             self.ctx.log.note(f"executor ray: probe {probe.name}: pipeline actor pid {where['pid']} on node "
                               f"{where['node'][:12]} ({where['gpus']:g} GPU)")
@@ -701,7 +732,8 @@ class RayBackend:
         nxt = 0
         for k, t in enumerate(todo):
             while nxt < len(todo) and nxt < k + 2:
-                refs[nxt] = actor.optimise.remote(params, sir, sprompt, todo[nxt].prompt, todo[nxt].seed)
+                refs[nxt] = actor.optimise.remote(params, sir, sprompt, todo[nxt].prompt, todo[nxt].seed,
+                                                  probe.name)
                 nxt += 1
             pngs, trace = actor_result(ray, refs.pop(k))
             advance(n_it + 1)
