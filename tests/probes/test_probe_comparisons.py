@@ -200,6 +200,25 @@ def test_simulate_truth_of_a_probe_difference_is_the_difference_of_planted_drift
     assert diff["coverage"] >= 0.8
 
 
+def test_simulate_plants_two_probes_of_one_scorer_apart_by_probe_name():
+    """A maximize and a minimize probe of one scorer: the probe's own truth entry overrides the scorer's."""
+    c = api.check("t.audit", source=RUN, tables=False)
+    assert c.ok, [d.message for d in c.diagnostics]
+    truth = {"pick": {"probe_drift": 1.0, "noise": 0.2}, "down": {"probe_drift": -0.5}}
+    rows = {r["cell"]: r for r in run_simulation(c.ir, 20, truth, {}, n_boot=200, seed=3)}
+    cell = rows["D/pick/up:down"]
+    assert cell["truth"] == pytest.approx(1.5)  # 1.0 − (−0.5); with the scorer's entry alone it would be 0
+    assert cell["mean_estimate"] == pytest.approx(1.5, abs=0.15)
+    assert cell["hypothesis_true"] is True and cell["power"] > 0.8
+    from scoreaudit.stats.probes import planted_probe_table
+
+    t = planted_probe_table(c.ir, truth, seed=1)
+    last = t[t.iteration == 2].set_index(["probe", "prompt", "seed", "measure"])["value"]
+    first = t[t.iteration == 0].set_index(["probe", "prompt", "seed", "measure"])["value"]
+    drift = (last - first).groupby(level="probe").mean()
+    assert drift["up"] == pytest.approx(1.0, abs=0.1) and drift["down"] == pytest.approx(-0.5, abs=0.1)
+
+
 RUN = '''audit "Two probes" { seed: 1  bootstrap: 200 }
 scorer pick = pickscore(prompt: "a portrait photo")
 probe up = reno(pick, pipeline: "sd", prompts: "prompts.txt", iterations: 2, seeds: 0..1, size: 32,

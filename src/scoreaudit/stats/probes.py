@@ -15,7 +15,8 @@ prompts file cannot be read); per trajectory and measure (the scorer's
 probability 1/2) and the last is the first plus the planted drift
 `probe_drift` plus N(0, noise²) (labels: 1 with probability 1/2 +
 `probe_shift`), from `--truth {"SCORER": {"probe_drift": D, "probe_shift":
-S, "noise": σ}}`; so the true values are D and S.
+S, "noise": σ}}`; so the true values are D and S. An entry named after the
+probe (`{"PROBE": {"probe_drift": D}}`) overrides its scorer's for that probe.
 """
 
 from __future__ import annotations
@@ -231,16 +232,18 @@ def _reading_detail(r, est: Estimate, level: float) -> dict:
 # ---------------------------------------------------------------- simulate
 
 
-def _planted(tc) -> Mapping[str, Any]:
-    return dict(tc.truth.get(tc.scorer, tc.truth.get("*", {})))
+def planted_for(truth: Mapping[str, Any], probe: str, scorer: str) -> dict:
+    """A probe's planted values: the scorer's (or "*"'s) entry, overridden by the probe's own entry, so two
+    probes of one scorer (maximize and minimize) can be planted with different drifts."""
+    return {**dict(truth.get(scorer, truth.get("*", {}))), **dict(truth.get(probe, {}))}
 
 
 def probe_drift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
-    return float(_planted(tc).get("probe_drift", 0.0))
+    return float(planted_for(tc.truth, call.params["probe"], tc.scorer).get("probe_drift", 0.0))
 
 
 def probe_shift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
-    return float(_planted(tc).get("probe_shift", 0.0))
+    return float(planted_for(tc.truth, call.params["probe"], tc.scorer).get("probe_shift", 0.0))
 
 
 def planted_probe_table(ir: AuditIR, truth: Mapping[str, Any], seed: int = 0,
@@ -253,7 +256,7 @@ def planted_probe_table(ir: AuditIR, truth: Mapping[str, Any], seed: int = 0,
     shapes = shapes if shapes is not None else probe_shapes(ir, None)
     rows: list[dict] = []
     for name, probe in ir.probes.items():
-        t = dict(truth.get(probe.scorer, truth.get("*", {})))
+        t = planted_for(truth, name, probe.scorer)
         drift, shift, noise = float(t.get("probe_drift", 0.0)), float(t.get("probe_shift", 0.0)), \
             float(t.get("noise", 1.0))
         rng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash("probe:" + name)]))
