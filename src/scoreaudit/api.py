@@ -95,7 +95,7 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             # Scorers that cannot run here (missing extra or weights), every missing file named.
             from scoreaudit.runtime.scorers import readiness_diagnostics
 
-            more = list(more) + readiness_diagnostics(ir, module, Path(path).resolve().parent)
+            more = list(more) + readiness_diagnostics(ir, module, Path(path).resolve().parent, str(path))
         diags = list(diags) + list(more)
     return Checked(path=path, source=source, diagnostics=list(diags), ir=ir)
 

@@ -122,8 +122,8 @@ def make_scorer(scorer_ir, device: str, precision: str = "auto", base_dir: str |
     return entry.impl(params, device=device, precision=precision)
 
 
-def readiness_diagnostics(ir, module, spec_dir: str | Path | None) -> list:
-    """W0810 for every declared scorer that cannot run here, naming everything it lacks.
+def readiness_diagnostics(ir, module, spec_dir: str | Path | None, path: str | None = None) -> list:
+    """W0810 for every declared scorer that cannot run here, naming everything it lacks (at `path`, the spec).
 
     Scorers whose scores a precomputed table gives on every arm are skipped (they never run).
     Light: locates files, imports no model library.
@@ -151,7 +151,7 @@ def readiness_diagnostics(ir, module, spec_dir: str | Path | None) -> list:
         if missing_requirements(entry):
             fetch = install_hint(missing_requirements(entry))
         out.append(Diagnostic("W0810", "warning", f"scorer `{s.name}` ({s.call.plugin}) cannot run here: {detail}",
-                              span=spans.get(s.name), help=fetch))
+                              span=spans.get(s.name), help=fetch, path=path))
     return out
 
 
