@@ -72,3 +72,18 @@ def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
     # first and last image of each trajectory (keep: ends); the store holds every iteration
     assert len(list((tmp_path / "out" / "probes" / "reno_ir").glob("p*_s*/it*.png"))) == 2 * 2 * 2
     assert (tmp_path / "out" / "report.html").is_file()
+    # the plan's cost of generation and of each probe, in results.json and the report's appendix
+    plan = res["plan"]
+    assert plan["generation"] == {"gen": {"images": 20, "denoising_steps": 40}}  # 2 × 5 × 2 images × 2 steps
+    assert plan["probes"]["reno_ir"] == {"scorer": "ir", "images": 2 * 2 * 3, "forward_passes": 12,
+                                         "denoising_steps": 12}  # prompts × seeds × (iterations + 1)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "generated: gen</th><td>20 images, 40 denoising steps" in html
+    assert "probe: reno_ir_min</th><td>12 images, 12 passes of ir" in html
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((ROOT / "spec" / "results.schema.json").read_text())
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert not [e.message for e in Draft202012Validator(schema).iter_errors(results)]

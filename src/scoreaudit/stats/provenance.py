@@ -68,8 +68,22 @@ def spec_info(bundle: Path, ir) -> dict:
 def plan_info(bundle: Path) -> dict:
     plan = read_json(bundle / "plan.json")
     steps = plan.get("steps", [])
-    return {"fingerprint": plan.get("fingerprint"), "steps": len(steps) if isinstance(steps, (list, dict)) else steps,
-            "images": plan.get("images", {}), "forward_passes": plan.get("forward_passes", {})}
+    out = {"fingerprint": plan.get("fingerprint"), "steps": len(steps) if isinstance(steps, (list, dict)) else steps,
+           "images": plan.get("images", {}), "forward_passes": plan.get("forward_passes", {})}
+    # generated arms and probes: what they cost (only when the spec has them, so other bundles are unchanged)
+    work = [s for s in (steps if isinstance(steps, list) else []) if isinstance(s, dict)]
+    gen = {s["arm"]: {"images": s.get("images"), "denoising_steps": s.get("denoising_steps")}
+           for s in work if s.get("kind") == "generate" and s.get("arm")}
+    probes = {s["params"]["probe"]: {"scorer": s["params"].get("scorer"), "images": s.get("images"),
+                                     "forward_passes": s.get("forward_passes"),
+                                     "denoising_steps": s.get("denoising_steps")}
+              for s in work if s.get("kind") == "probe" and isinstance(s.get("params"), dict)
+              and s["params"].get("probe")}
+    if gen:
+        out["generation"] = gen
+    if probes:
+        out["probes"] = probes
+    return out
 
 
 def clean(x: Any) -> Any:

@@ -26,7 +26,11 @@ def appendix(ctx) -> dict:
         "settings": settings,
         "plan": {"fingerprint": plan.get("fingerprint") or "\u2014", "steps": fmt.count(plan.get("steps")),
                  "images": [(a, fmt.count(n)) for a, n in (plan.get("images") or {}).items()],
-                 "passes": [(s, fmt.count(n)) for s, n in (plan.get("forward_passes") or {}).items()]},
+                 "passes": [(s, fmt.count(n)) for s, n in (plan.get("forward_passes") or {}).items()],
+                 "generated": [(a, f"{fmt.count(g.get('images'))} images, {fmt.count(g.get('denoising_steps'))} "
+                                   "denoising steps") for a, g in _entries(plan.get("generation"))],
+                 "probes": [(n, f"{fmt.count(g.get('images'))} images, {fmt.count(g.get('forward_passes'))} passes of "
+                                f"{g.get('scorer') or DASH}") for n, g in _entries(plan.get("probes"))]},
         "env": {"python": env.get("python") or "\u2014", "platform": env.get("platform") or "\u2014",
                 "device": env.get("device") or "\u2014",
                 "packages": sorted((env.get("packages") or {}).items()),
@@ -42,6 +46,14 @@ def appendix(ctx) -> dict:
 
 
 MANIFEST = "manifest columns"
+
+
+DASH = "\u2014"
+
+
+def _entries(x) -> list[tuple[str, dict]]:
+    """(name, entry) of a plan summary's generation/probes mapping; nothing for a hand-made or damaged one."""
+    return [(str(k), v) for k, v in x.items() if isinstance(v, dict)] if isinstance(x, dict) else []
 
 
 def _given(entry: dict, arm: str) -> list[str]:
