@@ -28,7 +28,7 @@ def locate_clip(model: str, base_dir: Path | None) -> Path:
         raise ScorerUnavailable(
             f"clip_attribute: the CLIP model '{model}' is neither a folder under the spec's folder nor in the "
             f"Hugging Face cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it with "
-            f"`huggingface-cli download {model}`") from None
+            f"`hf download {model}`") from None
 
 
 class ZeroShotClip:

@@ -133,12 +133,12 @@ def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -
         raise GenerationUnavailable(
             f"{who}: pipeline '{name}' is neither a folder under the spec's folder nor in the Hugging Face "
             f"cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it beforehand with "
-            f"`huggingface-cli download {name}` or `DiffusionPipeline.from_pretrained(...).save_pretrained(DIR)`"
+            f"`hf download {name}` or `DiffusionPipeline.from_pretrained(...).save_pretrained(DIR)`"
         ) from None
     missing = _missing_files(folder)
     if missing:
         raise GenerationUnavailable(f"{who}: the cached snapshot of '{name}' lacks {', '.join(missing)}; "
-                                    f"download them with `huggingface-cli download {name}`")
+                                    f"download them with `hf download {name}`")
     return folder, "hf:" + name + "@" + folder.name
 
 
