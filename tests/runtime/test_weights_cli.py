@@ -136,6 +136,7 @@ def test_download_offline_fails_cleanly(cache, monkeypatch, capsys):
     assert main(["weights", "--download", "hpsv2"]) == 3
     err = capsys.readouterr().err
     assert "failed: xswu/HPSv2/HPS_v2.1_compressed.pt: cannot reach the Hugging Face Hub" in err
+    assert "HF_HUB_OFFLINE is set in this environment: unset it to download" in err  # the cause, named
 
 
 @pytest.mark.parametrize("content,problem", [

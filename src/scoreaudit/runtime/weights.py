@@ -53,6 +53,13 @@ class ScorerFiles:
         return [f for f in self.files if not f.ready]
 
 
+def _offline() -> bool:
+    """huggingface_hub's own reading of HF_HUB_OFFLINE (any of 1/ON/YES/TRUE), so the message names the cause."""
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
 def _state(needed) -> FileState:
     from scoreaudit.plugins.scorers.model_weights import checkpoint_problem
 
@@ -228,7 +235,9 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
                     path = huggingface_hub.hf_hub_download(f.repo, name, cache_dir=str(hf_cache_dir()),
                                                            force_download=f.path is not None)
                 except LocalEntryNotFoundError as e:  # offline (HF_HUB_OFFLINE) or no network: a subclass
-                    result.error = f"cannot reach the Hugging Face Hub (offline or no network): {e}"
+                    why = "HF_HUB_OFFLINE is set in this environment: unset it to download" \
+                        if _offline() else "offline or no network"
+                    result.error = f"cannot reach the Hugging Face Hub ({why}): {e}"
                     break
                 except EntryNotFoundError:
                     continue  # the repo has no file of this name: try the next equivalent name
