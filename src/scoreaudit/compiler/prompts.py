@@ -119,48 +119,70 @@ def lower_template(call: ast.Call, sink: Sink) -> dict[str, Any]:
 class PromptsError(Exception):
     """A prompts file or a template's column file cannot be read; the message names it."""
 
+    code = "E0852"
 
-def _column_values(path: Path, column: str) -> list[str]:
+
+class PromptsOutside(PromptsError):
+    """The file lies outside the spec's folder (symlinks followed) and `--allow-outside` was not given."""
+
+    code = "E0707"
+
+
+def _read_text(base: Path, name: str, root: Path | None) -> str:
+    """A prompts or column file's text, through the one containment check and regular-file read (safeio)."""
+    from scoreaudit.safeio import UnsafePath, inside, read_regular
+
+    path = base / name
+    if not inside(path, root):
+        raise PromptsOutside(f"'{name}' is outside the spec's folder ({root}); prompts are read only from "
+                             "under it")
+    try:
+        return read_regular(path).decode("utf-8-sig")
+    except UnsafePath as exc:
+        raise PromptsError(f"cannot read '{name}': it {exc.what}") from None
+    except FileNotFoundError:
+        raise PromptsError(f"cannot read '{name}': no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PromptsError(f"cannot read '{name}': {exc}") from None
+
+
+def _column_values(base: Path, name: str, column: str, root: Path | None) -> list[str]:
     """Distinct non-empty values of `column` of a CSV/TSV file, in order of first appearance."""
-    rows = _table_rows(path)
+    rows = _table_rows(base, name, root)
     if rows and column not in rows[0]:
-        raise PromptsError(f"'{path.name}' has no column '{column}' (it has: {', '.join(rows[0])})")
+        raise PromptsError(f"'{name}' has no column '{column}' (it has: {', '.join(rows[0])})")
     return list(dict.fromkeys(r[column].strip() for r in rows if (r.get(column) or "").strip()))
 
 
-def _table_rows(path: Path) -> list[dict[str, str]]:
-    try:
-        text_ = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PromptsError(f"cannot read '{path}': {exc}") from None
-    delim = "\t" if path.suffix.lower() == ".tsv" else ","
+def _table_rows(base: Path, name: str, root: Path | None) -> list[dict[str, str]]:
+    text_ = _read_text(base, name, root)
+    delim = "\t" if Path(name).suffix.lower() == ".tsv" else ","
     return list(csv.DictReader(io.StringIO(text_), delimiter=delim))
 
 
-def expand_prompts(prompts: Any, base: Path) -> list[dict[str, Any]]:
+def expand_prompts(prompts: Any, base: Path, allow_outside: bool = False) -> list[dict[str, Any]]:
     """The generated arm's prompts: [{"prompt", "set", "factors": {name: level}}] in a stable order.
 
     A file gives one prompt per line (.txt) or per row of its `prompt` column
     (.csv/.tsv), each its own set; a template gives every combination of its
     factor levels (first factor slowest), all in set 0 (a counterfactual set).
+    Files are relative to `base` (the spec's folder) and must lie under it unless
+    `allow_outside` (`--allow-outside`), as every data file the spec names.
     """
+    root = None if allow_outside else Path(base)
     if isinstance(prompts, str):
-        path = base / prompts
-        if path.suffix.lower() in (".csv", ".tsv"):
-            rows = _table_rows(path)
+        if Path(prompts).suffix.lower() in (".csv", ".tsv"):
+            rows = _table_rows(base, prompts, root)
             if rows and "prompt" not in rows[0]:
                 raise PromptsError(f"prompts file '{prompts}' has no 'prompt' column")
             texts = [r["prompt"].strip() for r in rows if (r.get("prompt") or "").strip()]
         else:
-            try:
-                texts = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-            except (OSError, UnicodeDecodeError) as exc:
-                raise PromptsError(f"cannot read prompts file '{prompts}': {exc}") from None
+            texts = [ln.strip() for ln in _read_text(base, prompts, root).splitlines() if ln.strip()]
         return [{"prompt": t, "set": i, "factors": {}} for i, t in enumerate(texts)]
     levels: dict[str, list[str]] = {}
     for name, spec in prompts["factors"].items():
         if isinstance(spec, dict):
-            vals = _column_values(base / spec["file"], spec["column"])
+            vals = _column_values(base, spec["file"], spec["column"], root)
             if not vals:
                 raise PromptsError(f"column '{spec['column']}' of '{spec['file']}' has no values")
             levels[name] = vals

@@ -475,7 +475,7 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
     if not cache_path.is_file():
         return None
     root = None if allow_outside else spec_dir
-    stores = _store_status(ir, spec_dir, cache_path, device)  # generated images and probe trajectories
+    stores = _store_status(ir, spec_dir, cache_path, device, allow_outside)  # generated images and probe trajectories
     ir = ir.model_copy(update={"arms": {n: a for n, a in ir.arms.items() if not is_generated(a)}})
     manifests = load_manifests(ir, spec_dir, root)
     pre = load_precomputed(ir, spec_dir, manifests, root)
@@ -516,7 +516,8 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
     return {"images": images, "steps": steps, **extra}
 
 
-def _store_status(ir: AuditIR, spec_dir: Path, cache_path: Path, device: str) -> dict[str, dict]:
+def _store_status(ir: AuditIR, spec_dir: Path, cache_path: Path, device: str, allow_outside: bool = False
+                  ) -> dict[str, dict]:
     """{"generated": {arm: [in store, total]}, "probes": {probe: [finished, total]}} for `cache_status`."""
     out: dict[str, dict] = {"generated": {}, "probes": {}}
     if not ir.probes and not any(is_generated(a) for a in ir.arms.values()):
@@ -527,13 +528,15 @@ def _store_status(ir: AuditIR, spec_dir: Path, cache_path: Path, device: str) ->
     for name, arm in ir.arms.items():
         if is_generated(arm):
             found = generation.store_status(arm, spec_dir=spec_dir, device=dev,
-                                            store=cache_path.with_name(cache_path.name + ".generated"))
+                                            store=cache_path.with_name(cache_path.name + ".generated"),
+                                            allow_outside=allow_outside)
             out["generated"][name] = list(found) if found is not None else [0, None]
     ctx = RunContext(ir=ir, cache=None, log=None, tables=Tables(), progress=Progress(False), device=dev,
                      spec_dir=spec_dir)
     for name, p in ir.probes.items():
         found = probes.store_status(p, scorer_slot=ScorerSlot(ctx, ir.scorers[p.scorer]), spec_dir=spec_dir,
-                                    device=dev, store=cache_path.with_name(cache_path.name + ".probes"))
+                                    device=dev, store=cache_path.with_name(cache_path.name + ".probes"),
+                                    allow_outside=allow_outside)
         out["probes"][name] = list(found) if found is not None else [0, None]
     return out
 
@@ -599,6 +602,7 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
         with Progress(progress) as gen_prog:  # images/s and steps/s while generating
             ir, generated = materialise(ir, spec_dir=spec_dir, out_dir=out_dir, cache_path=cache_path,
                                         device=gen_dev, note=notes.append, progress=gen_prog,
+                                        allow_outside=allow_outside,
                                         **({"make": conn.generator} if conn is not None else {}))
         if conn is not None:  # pipeline actors made the images: free their GPUs for the scorers
             conn.release_generators()
@@ -664,7 +668,8 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
                                                spec_dir=spec_dir, out_dir=out_dir,
                                                store=cache_path.with_name(cache_path.name + ".probes"),
                                                device=resolve_device(device, True), note=log.note, progress=prog,
-                                               remote=backend if conn is not None else None)
+                                               remote=backend if conn is not None else None,
+                                               allow_outside=allow_outside)
                 probe_rows.extend(rows)
 
             walk(plan, {"arm": run_arm, "probe": run_probe_step,

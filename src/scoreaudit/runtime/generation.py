@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
-from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+from scoreaudit.compiler.prompts import PromptsError, PromptsOutside, expand_prompts, seed_list
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -57,6 +57,13 @@ def is_generated(arm: ArmIR) -> bool:
 def sizes(params: dict) -> tuple[int, int]:
     s = params.get("size", 512)
     return (int(s), int(s)) if isinstance(s, int) else (int(s[0]), int(s[1]))
+
+
+def prompts_help(exc: PromptsError) -> str:
+    """What to do about an unreadable prompts file (E0852) or one outside the spec's folder (E0707)."""
+    if isinstance(exc, PromptsOutside):
+        return "keep prompts files under the spec's folder, or run with `--allow-outside`"
+    return "prompts files are relative to the spec's folder"
 
 
 def _error(name: str, message: str, help: str | None = None, code: str = "E0852", kind: str = "arm"
@@ -142,13 +149,13 @@ def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -
     return folder, "hf:" + name + "@" + folder.name
 
 
-def jobs_for(arm: ArmIR, spec_dir: Path, identity: str, dtype: str) -> list[Job]:
+def jobs_for(arm: ArmIR, spec_dir: Path, identity: str, dtype: str, allow_outside: bool = False) -> list[Job]:
     """Every (prompt, seed) of the arm with its content key; ids are stable (`p0003_s1`)."""
     p = arm.call.params
     try:
-        rows = expand_prompts(p["prompts"], spec_dir)
+        rows = expand_prompts(p["prompts"], spec_dir, allow_outside)
     except PromptsError as exc:
-        raise _error(arm.name, str(exc), "prompts files are relative to the spec's folder", code="E0852") from None
+        raise _error(arm.name, str(exc), prompts_help(exc), code=exc.code) from None
     if not rows:
         raise _error(arm.name, "no prompts", "add prompts to the file or levels to the template", code="E0852")
     h, w = sizes(p)
@@ -285,13 +292,14 @@ def _commit(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def store_status(arm: ArmIR, *, spec_dir: Path, store: Path, device: str) -> tuple[int, int] | None:
+def store_status(arm: ArmIR, *, spec_dir: Path, store: Path, device: str, allow_outside: bool = False
+                 ) -> tuple[int, int] | None:
     """(images in the generation store, images of the arm), as `run` would key them on `device`; None
     when they cannot be known here (pipeline or prompts missing). Reads file metadata only (a local
     pipeline folder's files are hashed, as `run` does); `scoreaudit plan --cache` shows it."""
     try:
         folder, identity = locate_pipeline(arm.name, dict(arm.call.params), spec_dir)
-        jobs = jobs_for(arm, spec_dir, identity, _dtype_name(arm.call.params, device))
+        jobs = jobs_for(arm, spec_dir, identity, _dtype_name(arm.call.params, device), allow_outside)
     except (GenerationUnavailable, DiagnosticError):
         return None
     return sum(1 for j in jobs if store_path(store, j.key).is_file()), len(jobs)
@@ -299,7 +307,8 @@ def store_status(arm: ArmIR, *, spec_dir: Path, store: Path, device: str) -> tup
 
 def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, device: str,
                  note: Callable[[str], None] = lambda s: None,
-                 make: Callable[..., Generator] = Generator, progress=None) -> tuple[ArmIR, dict]:
+                 make: Callable[..., Generator] = Generator, progress=None, allow_outside: bool = False
+                 ) -> tuple[ArmIR, dict]:
     """Make (or reuse) every image of a generated arm; returns the equivalent `images` arm and counts.
 
     `progress` (runtime.progress.Progress): two live counters, images and denoising steps, whose
@@ -308,7 +317,7 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
     p = dict(arm.call.params)
     folder, identity = locate_pipeline(arm.name, p, spec_dir)
     dtype = _dtype_name(p, device)
-    jobs = jobs_for(arm, spec_dir, identity, dtype)
+    jobs = jobs_for(arm, spec_dir, identity, dtype, allow_outside)
     todo = [j for j in jobs if not store_path(store, j.key).is_file()]
     note(f"generate {arm.name}: {len(jobs)} images, {len(jobs) - len(todo)} from the store, {len(todo)} new "
          f"(pipeline {identity[:60]}, dtype {dtype})")
@@ -367,7 +376,7 @@ def images_arm(arm: ArmIR, dest: Path) -> ArmIR:
 
 def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path, device: str,
                 note: Callable[[str], None] = lambda s: None, progress=None,
-                make: Callable[..., Any] = Generator) -> tuple[AuditIR, dict]:
+                make: Callable[..., Any] = Generator, allow_outside: bool = False) -> tuple[AuditIR, dict]:
     """The IR with every generated arm replaced by the `images` arm of its generated files.
 
     `make(arm, params, folder, device, dtype)` gives what makes the images: a `Generator` here, or
@@ -381,5 +390,6 @@ def materialise(ir: AuditIR, *, spec_dir: Path, out_dir: Path, cache_path: Path,
     info = {}
     for name, arm in gen.items():
         arms[name], info[name] = generate_arm(arm, spec_dir=spec_dir, out_dir=out_dir, store=store,
-                                              device=device, note=note, progress=progress, make=make)
+                                              device=device, note=note, progress=progress, make=make,
+                                              allow_outside=allow_outside)
     return ir.model_copy(update={"arms": arms}), info

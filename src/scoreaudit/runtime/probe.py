@@ -39,7 +39,7 @@ from scoreaudit.compiler.ir import AuditIR, ProbeIR
 from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
 from scoreaudit.diagnostics import DiagnosticError
 from scoreaudit.runtime.generation import (GenerationUnavailable, Generator, _dtype_name, _error, locate_pipeline,
-                                           sizes)
+                                           prompts_help, sizes)
 
 PROBE_KEY_VERSION = "1"
 FILE = "probes.json"  # the report's first/last thumbnails per trajectory (base64 JPEG)
@@ -55,12 +55,13 @@ class Trajectory:
     key: str
 
 
-def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scorer_key: dict) -> list[Trajectory]:
+def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scorer_key: dict,
+                 allow_outside: bool = False) -> list[Trajectory]:
     p = probe.call.params
     try:
-        rows = expand_prompts(p["prompts"], spec_dir)
+        rows = expand_prompts(p["prompts"], spec_dir, allow_outside)
     except PromptsError as exc:
-        raise _error(probe.name, str(exc), "prompts files are relative to the spec's folder", kind="probe") from None
+        raise _error(probe.name, str(exc), prompts_help(exc), code=exc.code, kind="probe") from None
     if not rows:
         raise _error(probe.name, "no prompts", "add prompts to the file or levels to the template", kind="probe")
     h, w = sizes(p)
@@ -333,14 +334,15 @@ def finished(store: Path, t: Trajectory) -> bool:
     return (traj_dir(store, t.key) / "trace.json").is_file()
 
 
-def store_status(probe: ProbeIR, *, scorer_slot, spec_dir: Path, store: Path, device: str
-                 ) -> tuple[int, int] | None:
+def store_status(probe: ProbeIR, *, scorer_slot, spec_dir: Path, store: Path, device: str,
+                 allow_outside: bool = False) -> tuple[int, int] | None:
     """(finished trajectories in the probe store, trajectories of the probe), keyed as `run` would on
     `device`; None when they cannot be known here (pipeline or prompts missing). For `plan --cache`."""
     p = dict(probe.call.params)
     try:
         _folder, identity = locate_pipeline(probe.name, p, spec_dir, kind="probe")
-        trajs = trajectories(probe, spec_dir, identity, _dtype_name(p, device), scorer_identity(scorer_slot))
+        trajs = trajectories(probe, spec_dir, identity, _dtype_name(p, device), scorer_identity(scorer_slot),
+                             allow_outside)
     except (GenerationUnavailable, DiagnosticError):
         return None
     return sum(1 for t in trajs if finished(store, t)), len(trajs)
@@ -373,7 +375,8 @@ def _local_trajectories(probe: ProbeIR, p: dict, folder: Path, device: str, dtyp
 
 
 def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, store: Path, device: str,
-              note: Callable[[str], None] = lambda s: None, progress=None, remote=None) -> tuple[list[dict], dict]:
+              note: Callable[[str], None] = lambda s: None, progress=None, remote=None,
+              allow_outside: bool = False) -> tuple[list[dict], dict]:
     """Optimise (or reuse) every trajectory of one probe; the probe table's rows and run.json's counts.
 
     `remote` (`--executor ray`: runtime/ray_backend.py's RayBackend) optimises on the probe's pipeline
@@ -382,7 +385,7 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
     p = dict(probe.call.params)
     folder, identity = locate_pipeline(probe.name, p, spec_dir, kind="probe")
     dtype = _dtype_name(p, device)
-    trajs = trajectories(probe, spec_dir, identity, dtype, scorer_identity(scorer_slot))
+    trajs = trajectories(probe, spec_dir, identity, dtype, scorer_identity(scorer_slot), allow_outside)
     todo = [t for t in trajs if not finished(store, t)]
     n_it = int(p["iterations"])
     note(f"probe {probe.name}: {len(trajs)} trajectories × {n_it} iterations, {len(trajs) - len(todo)} from the "
