@@ -212,3 +212,27 @@ def test_generated_arm_gets_thumbnail_strips(tmp_path, pipe_dir):
             render_report=False)
     thumbs = json.loads((tmp_path / "out" / "thumbnails.json").read_text())
     assert thumbs["light"]["arm"] == "gen" and [d["dose"] for d in thumbs["light"]["doses"]] == [-5.0, 0.0, 5.0]
+
+
+def test_a_rerun_into_the_same_output_replays_the_generated_images_memos(tmp_path, pipe_dir, monkeypatch):
+    """The output copies keep the store's time and are not rewritten, so their memos (path, size, time)
+    hold: the second run decodes none of the generated images, and its tables are the first run's."""
+    import scoreaudit.runtime.executor as ex
+
+    spec = _project(tmp_path, pipe_dir)
+    kw = dict(out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False, render_report=False)
+    api.run(spec, **kw)
+    png = tmp_path / "out" / "generated" / "gen" / "p0000_s0.png"
+    before = png.stat().st_mtime_ns
+    first = (tmp_path / "out" / "tables" / "scores.parquet").read_bytes()
+    decoded = []
+    real = ex.decode_record
+    monkeypatch.setattr(ex, "decode_record", lambda rec, *a: decoded.append(rec.image_id) or real(rec, *a))
+    api.run(spec, **kw)
+    assert decoded == []  # every image replayed from its memo
+    assert png.stat().st_mtime_ns == before
+    assert (tmp_path / "out" / "tables" / "scores.parquet").read_bytes() == first
+    good = png.read_bytes()
+    png.write_bytes(b"\x00" * len(good))  # a damaged copy (new time) is copied from the store again
+    api.run(spec, **kw)
+    assert png.read_bytes() == good and png.stat().st_mtime_ns == before and decoded == []

@@ -350,17 +350,32 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
     wr = csv.writer(buf, lineterminator="\n")
     wr.writerow(["id", "path", "prompt", "seed", "cluster", *factors, "key"])
     for j in jobs:
-        target = dest / f"{j.id}.png"
-        tmp = target.with_suffix(".png.tmp")
-        shutil.copyfile(store_path(store, j.key), tmp)
-        os.replace(tmp, target)
-        wr.writerow([j.id, target.name, j.prompt, j.seed, j.cluster, *(j.factors.get(f, "") for f in factors),
+        _place(store_path(store, j.key), dest / f"{j.id}.png")
+        wr.writerow([j.id, f"{j.id}.png", j.prompt, j.seed, j.cluster, *(j.factors.get(f, "") for f in factors),
                      j.key])
     tmp = dest / "manifest.csv.tmp"
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, dest / "manifest.csv")
     return images_arm(arm, dest), {"images": len(jobs), "generated": len(todo), "reused": len(jobs) - len(todo),
                     "pipeline": identity, "dtype": dtype}
+
+
+def _place(src: Path, target: Path) -> None:
+    """Copy a stored image into the output with the store file's modification time, and leave a copy that
+    already matches it (size and time) alone: the image's memo (runtime/memo.py keys files by path, size
+    and time) then holds across runs into the same output folder, so a re-run replays it instead of
+    decoding and looking up every step again."""
+    st = src.stat()
+    try:
+        t = os.lstat(target)
+        if not os.path.islink(target) and t.st_size == st.st_size and t.st_mtime_ns == st.st_mtime_ns:
+            return
+    except FileNotFoundError:
+        pass
+    tmp = target.with_suffix(".png.tmp")
+    shutil.copyfile(src, tmp)
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, target)  # a link planted at the target is replaced, never followed
 
 
 def images_arm(arm: ArmIR, dest: Path) -> ArmIR:
