@@ -64,6 +64,9 @@ def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
     assert {c["hypothesis"] for c in res["cells"]} == {"G1", "G2", "P1", "P2"}
     gen_cells = [c for c in res["cells"] if c["hypothesis"] not in ("P1", "P2")]
     assert all("seed_robustness" in c for c in gen_cells)  # two seeds: robustness over generation seeds
+    # a template arm's seed is one cluster: each seed is still estimated (its images as clusters)
+    assert all(p["estimate"] is not None for c in gen_cells for p in c["seed_robustness"]["per_seed"])
+    assert all(c["seed_robustness"]["same_sign_rate"] is not None for c in gen_cells)
     p1 = next(c for c in res["cells"] if c["hypothesis"] == "P1")
     assert p1["statistic"] == "probe_drift" and p1["outcome"] in ("supported", "refuted", "inconclusive")
     p2 = next(c for c in res["cells"] if c["hypothesis"] == "P2")  # two prompts: the paired t on their differences
@@ -80,6 +83,7 @@ def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
     html = (tmp_path / "out" / "report.html").read_text()
     assert "generated: gen</th><td>20 images, 40 denoising steps" in html
     assert "probe: reno_ir_min</th><td>12 images, 12 passes of ir" in html
+    assert html.count("Over 2 generation seeds: same sign as the estimate in ") == len(gen_cells)
     import json
 
     from jsonschema import Draft202012Validator

@@ -26,13 +26,15 @@ hypothesis H "men score higher" {
 SCORES = {0: ((3.0, 3.0), (1.0, 1.0)), 1: ((2.0, 2.0), (1.5, 1.5)), 2: ((1.0, 1.0), (2.0, 2.0))}
 
 
-def _tables():
+def _tables(layout: str = "hand"):
+    """layout "hand": clusters shared across seeds; "runtime": a template arm's, one cluster (set) per seed."""
     images, scores = [], []
     for seed, (man, woman) in SCORES.items():
         for g, vals in (("man", man), ("woman", woman)):
             for k, v in enumerate(vals):
                 iid = f"p{k:02d}{g}_s{seed}"
-                images.append({"arm": "gen", "image_id": iid, "cluster": f"{g}{k}", "gender": g})
+                cluster = f"{g}{k}" if layout == "hand" else f"s{seed}"
+                images.append({"arm": "gen", "image_id": iid, "cluster": cluster, "gender": g})
                 scores.append({"arm": "gen", "image_id": iid, "operator": ORIGINAL, "dose": 0.0, "scorer": "p",
                                "score": v})
     return {"images": pd.DataFrame(images), "scores": pd.DataFrame(scores)}
@@ -42,11 +44,14 @@ def test_generation_seed_of_an_id():
     assert list(generation_seeds(["p0003_s2", "p0000_s10", "x", "a_s-1"])) == [2, 10, -1, -1]
 
 
-def test_same_sign_and_same_outcome_rates_match_a_hand_computation(tmp_path):
+@pytest.mark.parametrize("layout", ["hand", "runtime"])
+def test_same_sign_and_same_outcome_rates_match_a_hand_computation(tmp_path, layout):
+    """Also with the runtime's clusters of a template arm (one per seed): each seed alone is one cluster, so
+    its images are its clusters; the per-seed point estimates are the same as with any clusters."""
     spec = tmp_path / "s.audit"
     spec.write_text(SPEC)
     ir, _ = api.compile(spec)
-    ctx = StatContext(ir, _tables())
+    ctx = StatContext(ir, _tables(layout))
     cells = ir.cells()
     out = evaluate_cells(ctx, cells)
     # group_gap z-scores the scores of the images it is given (SD ddof=1), then man mean − woman mean.
@@ -62,6 +67,9 @@ def test_same_sign_and_same_outcome_rates_match_a_hand_computation(tmp_path):
     expected = sum(p["outcome"] == out[0]["outcome"] for p in r["per_seed"]) / 3
     assert r["same_outcome_rate"] == pytest.approx(expected)
     assert r["per_seed"][2]["outcome"] != "supported"  # a negative gap never supports "> 0"
+    if layout == "runtime":  # four images as four clusters: the interval exists, t(G − 1) with G = 4
+        sub = ctx._arms["gen"].subset("generation_seed=0", generation_seeds(ctx.arm("gen").image_ids) == 0)
+        assert sub.n_clusters == 1
 
 
 def test_only_generated_arms_get_seed_robustness(tmp_path):

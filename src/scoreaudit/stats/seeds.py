@@ -8,6 +8,12 @@ undefined estimate counts as a different sign) and the same-outcome rate
 (share of seeds with the all-seeds outcome; a seed's outcome uses its own
 unadjusted p, as one repeat of the study would). The seed paper's "100%
 same-sign over five seeds" is `same_sign_rate == 1.0` with five seeds.
+
+A template arm's cluster is its counterfactual set of one seed, so one seed's
+images are one cluster, on which no cluster-level interval exists: such a
+seed is evaluated with each image as its own cluster (a one-seed study's units
+are its images). The point estimate is the same either way; only the
+interval, p and so the per-seed outcome depend on it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import re
 import numpy as np
 
 from scoreaudit.compiler.ir import CellIR
-from scoreaudit.stats.context import StatContext
+from scoreaudit.stats.context import ArmData, StatContext
 from scoreaudit.stats.outcomes import cell_p, number_outcome
 
 _SEED_ID = re.compile(r"_s(-?\d+)$")
@@ -37,6 +43,18 @@ def _sign(x: float | None) -> float:
     return float(np.sign(x)) if x is not None and math.isfinite(x) else float("nan")
 
 
+def seed_arm(arm: ArmData, seed: int, mask: np.ndarray) -> ArmData:
+    """The images of one generation seed; with fewer than two clusters there, each image is a cluster."""
+    sub = arm.subset(f"generation_seed={seed}", mask)
+    if sub.n_clusters >= 2:
+        return sub
+    imgs = sub.images.assign(cluster=sub.images["image_id"].astype(str))
+    clusters = np.array(sorted(imgs["cluster"].unique()), dtype=object)
+    imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].to_numpy()))
+    return ArmData(arm.name, arm.kind, imgs, clusters, arm.seed, arm.n_boot,
+                   label=f"generation_seed={seed},images as clusters")
+
+
 def seed_robustness(ctx: StatContext, cells: list[CellIR], cells_out: list[dict]) -> None:
     """Add `seed_robustness` to every cell on a generated arm with two or more generation seeds."""
     for cell, c in zip(cells, cells_out):
@@ -51,7 +69,7 @@ def seed_robustness(ctx: StatContext, cells: list[CellIR], cells_out: list[dict]
         full = _sign(c["estimate"])
         per = []
         for s in uniq:
-            sub = arm.subset(f"generation_seed={s}", seeds == s)
+            sub = seed_arm(arm, s, seeds == s)
             est = ctx.evaluate(cell.statistic, sub, cell.scorer)
             if cell.test.kind == "claim":
                 outcome = est.claim_outcome or "inconclusive"

@@ -249,6 +249,22 @@ def _glance_entry(c: dict, i: int, ctx) -> dict:
             "title": f"{outcome}: {c.get('claim_text') or statistic}"}
 
 
+def seed_text(r: dict | None) -> str:
+    """A cell's robustness over generation seeds (stats/seeds.py) in one sentence; "" when it has none."""
+    if not isinstance(r, dict) or not r.get("per_seed"):
+        return ""
+    per = [p for p in r["per_seed"] if isinstance(p, dict)]
+    n = len(per)
+    parts = []
+    if r.get("same_sign_rate") is not None:
+        parts.append(f"same sign as the estimate in {round(r['same_sign_rate'] * n)} of {n}")
+    if r.get("same_outcome_rate") is not None:
+        parts.append(f"same outcome in {round(r['same_outcome_rate'] * n)} of {n}")
+    each = "; ".join(f"seed {p.get('seed')}: {fmt.signed(p.get('estimate'))} {p.get('outcome', '')}".rstrip()
+                     for p in per)
+    return f"Over {n} generation seeds: {', '.join(parts) or 'no estimate'} ({each})."
+
+
 @section("hypotheses", order=30, title="Hypotheses and outcomes", first_screen=True)
 def hypotheses(ctx) -> dict | None:
     cells = ctx.results.get("cells") or []
@@ -267,7 +283,8 @@ def hypotheses(ctx) -> dict | None:
                          "scorer": ctx.label("scorer", c.get("scorer")), "arm": ctx.arm_text(c),
                          "estimate": fmt.signed(c.get("estimate")), "ci": fmt.ci(c.get("ci_low"), c.get("ci_high")),
                          "level": labels.ci(labels.cell_level(c, ctx.alpha)), "p_label": labels.cell_p(c),
-                         "p": fmt.pval(c.get("p")), "q": fmt.pval(c.get("q"))})
+                         "p": fmt.pval(c.get("p")), "q": fmt.pval(c.get("q")),
+                         "seeds": seed_text(c.get("seed_robustness"))})
         counts = Counter(r["outcome"] for r in rows)
         groups.append({"name": name, "title": ctx.hypothesis_titles.get(name, ""), "rows": rows,
                        "claim": next((c.get("claim_text") for c in cells if c.get("hypothesis") == name), ""),
