@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(1500)
 
 SPEC = '''audit "Generated" { seed: 1 }
 scorer p = planted(fidelity: 0.5, noise: 0.1)
-arm gen = generate("pipe", prompts: "prompts.txt", seeds: 6, steps: 2, guidance: 1.0, size: 32, kind: synthetic)
+arm gen = generate("pipe", prompts: "prompts.txt", seeds: 6, steps: 25, guidance: 1.0, size: 32, kind: synthetic)
 '''
 
 
