@@ -23,7 +23,7 @@ from scoreaudit.testing.tiny_diffusion import save_tiny_sd
 
 SPEC = '''audit "Generated" {{ seed: 1 }}
 scorer p = planted(fidelity: 0.5, noise: 0.1)
-arm gen = generate("pipe", prompts: {prompts}, seeds: {seeds}, steps: 2, guidance: 1.0, size: 32,
+arm gen = generate("pipe", prompts: {prompts}, seeds: {seeds}, steps: {steps}, guidance: 1.0, size: 32,
                    batch_size: {bs}, kind: synthetic)
 {hypothesis}'''
 CLAIM = '''hypothesis H "x" {
@@ -38,11 +38,13 @@ def pipe_dir(tmp_path_factory) -> Path:
     return save_tiny_sd(tmp_path_factory.mktemp("pipe") / "pipe", seed=3)
 
 
-def _project(tmp: Path, pipe_dir: Path, *, prompts: str = TEMPLATE, seeds: str = "[0, 1]", bs: int = 1) -> Path:
+def _project(tmp: Path, pipe_dir: Path, *, prompts: str = TEMPLATE, seeds: str = "[0, 1]", bs: int = 1,
+             steps: int = 2) -> Path:
     (tmp / "pipe").symlink_to(pipe_dir, target_is_directory=True)
     (tmp / "jobs.csv").write_text("job\nnurse\ndoctor\nnurse\n")
     spec = tmp / "gen.audit"
-    spec.write_text(SPEC.format(prompts=prompts, seeds=seeds, bs=bs, hypothesis=CLAIM if prompts == TEMPLATE else ""))
+    spec.write_text(SPEC.format(prompts=prompts, seeds=seeds, bs=bs, steps=steps,
+                                hypothesis=CLAIM if prompts == TEMPLATE else ""))
     return spec
 
 
@@ -159,7 +161,8 @@ def test_unreadable_prompts_file_is_a_diagnostic(tmp_path, pipe_dir):
 
 
 def test_resume_after_sigkill_regenerates_nothing_committed(tmp_path, pipe_dir):
-    spec = _project(tmp_path, pipe_dir, prompts='"prompts.txt"', seeds="6")
+    # 25 steps per image: the kill lands mid-arm even on a loaded machine
+    spec = _project(tmp_path, pipe_dir, prompts='"prompts.txt"', seeds="6", steps=25)
     (tmp_path / "prompts.txt").write_text("a red car\na blue house\n")
     cache = tmp_path / "cache.sqlite"
     store = tmp_path / "cache.sqlite.generated"
