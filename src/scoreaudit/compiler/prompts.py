@@ -120,12 +120,14 @@ class PromptsError(Exception):
     """A prompts file or a template's column file cannot be read; the message names it."""
 
     code = "E0852"
+    help = "prompts files are relative to the spec's folder"
 
 
 class PromptsOutside(PromptsError):
     """The file lies outside the spec's folder (symlinks followed) and `--allow-outside` was not given."""
 
     code = "E0707"
+    help = "keep prompts files under the spec's folder, or run with `--allow-outside`"
 
 
 def _read_text(base: Path, name: str, root: Path | None) -> str:

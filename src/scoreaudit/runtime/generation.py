@@ -19,13 +19,14 @@ import io
 import json
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
-from scoreaudit.compiler.prompts import PromptsError, PromptsOutside, expand_prompts, seed_list
+from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -57,13 +58,6 @@ def is_generated(arm: ArmIR) -> bool:
 def sizes(params: dict) -> tuple[int, int]:
     s = params.get("size", 512)
     return (int(s), int(s)) if isinstance(s, int) else (int(s[0]), int(s[1]))
-
-
-def prompts_help(exc: PromptsError) -> str:
-    """What to do about an unreadable prompts file (E0852) or one outside the spec's folder (E0707)."""
-    if isinstance(exc, PromptsOutside):
-        return "keep prompts files under the spec's folder, or run with `--allow-outside`"
-    return "prompts files are relative to the spec's folder"
 
 
 def _error(name: str, message: str, help: str | None = None, code: str = "E0852", kind: str = "arm"
@@ -155,7 +149,7 @@ def jobs_for(arm: ArmIR, spec_dir: Path, identity: str, dtype: str, allow_outsid
     try:
         rows = expand_prompts(p["prompts"], spec_dir, allow_outside)
     except PromptsError as exc:
-        raise _error(arm.name, str(exc), prompts_help(exc), code=exc.code) from None
+        raise _error(arm.name, str(exc), exc.help, code=exc.code) from None
     if not rows:
         raise _error(arm.name, "no prompts", "add prompts to the file or levels to the template", code="E0852")
     h, w = sizes(p)
@@ -368,10 +362,10 @@ def _place(src: Path, target: Path) -> None:
     st = src.stat()
     try:
         t = os.lstat(target)
-        if not os.path.islink(target) and t.st_size == st.st_size and t.st_mtime_ns == st.st_mtime_ns:
-            return
     except FileNotFoundError:
-        pass
+        t = None
+    if t is not None and stat.S_ISREG(t.st_mode) and (t.st_size, t.st_mtime_ns) == (st.st_size, st.st_mtime_ns):
+        return
     tmp = target.with_suffix(".png.tmp")
     shutil.copyfile(src, tmp)
     os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))

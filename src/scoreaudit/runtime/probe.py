@@ -39,7 +39,7 @@ from scoreaudit.compiler.ir import AuditIR, ProbeIR
 from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
 from scoreaudit.diagnostics import DiagnosticError
 from scoreaudit.runtime.generation import (GenerationUnavailable, Generator, _dtype_name, _error, locate_pipeline,
-                                           prompts_help, sizes)
+                                           sizes)
 
 PROBE_KEY_VERSION = "1"
 FILE = "probes.json"  # the report's first/last thumbnails per trajectory (base64 JPEG)
@@ -61,7 +61,7 @@ def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scor
     try:
         rows = expand_prompts(p["prompts"], spec_dir, allow_outside)
     except PromptsError as exc:
-        raise _error(probe.name, str(exc), prompts_help(exc), code=exc.code, kind="probe") from None
+        raise _error(probe.name, str(exc), exc.help, code=exc.code, kind="probe") from None
     if not rows:
         raise _error(probe.name, "no prompts", "add prompts to the file or levels to the template", kind="probe")
     h, w = sizes(p)

@@ -422,17 +422,15 @@ def _loopback_node() -> Iterator[None]:
     try:
         from ray._private import ray_constants
     except ImportError:
-        yield
-        return
+        ray_constants = None
     had = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
-    if had is None:
-        yield
-        return
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    if had is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         yield
     finally:
-        ray_constants.ENABLE_RAY_CLUSTER = had
+        if had is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = had
 
 
 class _PipelineActor:

@@ -53,13 +53,6 @@ class ScorerFiles:
         return [f for f in self.files if not f.ready]
 
 
-def _offline() -> bool:
-    """huggingface_hub's own reading of HF_HUB_OFFLINE (any of 1/ON/YES/TRUE), so the message names the cause."""
-    import os
-
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
 def _state(needed) -> FileState:
     from scoreaudit.plugins.scorers.model_weights import checkpoint_problem
 
@@ -212,6 +205,7 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
     """Fetch every missing or invalid file into the HF cache (alternatives tried in order)."""
     try:
         import huggingface_hub
+        from huggingface_hub import constants as hub_constants
     except ImportError:
         raise ScorerUnavailable("--download needs huggingface_hub: pip install 'scoreaudit[models]'") from None
     try:
@@ -236,7 +230,7 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
                                                            force_download=f.path is not None)
                 except LocalEntryNotFoundError as e:  # offline (HF_HUB_OFFLINE) or no network: a subclass
                     why = "HF_HUB_OFFLINE is set in this environment: unset it to download" \
-                        if _offline() else "offline or no network"
+                        if hub_constants.HF_HUB_OFFLINE else "offline or no network"
                     result.error = f"cannot reach the Hugging Face Hub ({why}): {e}"
                     break
                 except EntryNotFoundError:

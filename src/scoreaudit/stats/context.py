@@ -67,6 +67,13 @@ class StatError(Exception):
     """A statistic cannot be computed from the bundle (message says what is missing)."""
 
 
+def index_clusters(imgs: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """(images with `cluster_idx`, the sorted cluster labels it indexes): how every ArmData numbers clusters."""
+    labels = imgs["cluster"].astype(str)
+    clusters = np.array(sorted(labels.unique()), dtype=object)
+    return imgs.assign(cluster_idx=np.searchsorted(clusters, labels.to_numpy())), clusters
+
+
 @dataclass(eq=False)
 class ArmData:
     """One arm (or a subset of it): its images, clusters and the shared bootstrap counts."""
@@ -194,9 +201,7 @@ class ArmData:
         """
         if label in self._subsets:
             return self._subsets[label]
-        imgs = self.images[np.asarray(mask, dtype=bool)].reset_index(drop=True)
-        clusters = np.array(sorted(imgs["cluster"].astype(str).unique()), dtype=object)
-        imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].astype(str).to_numpy()))
+        imgs, clusters = index_clusters(self.images[np.asarray(mask, dtype=bool)].reset_index(drop=True))
         root = self.root
         cols = np.searchsorted(root.clusters.astype(str), clusters.astype(str))
         sub = ArmData(self.name, self.kind, imgs, clusters, self.seed, self.n_boot,
@@ -235,9 +240,7 @@ class StatContext:
             imgs = imgs.sort_values("image_id", kind="stable").reset_index(drop=True)
             if "cluster" not in imgs or imgs["cluster"].isna().all():
                 imgs = imgs.assign(cluster=imgs["image_id"])
-            imgs = imgs.assign(cluster=imgs["cluster"].fillna(imgs["image_id"]).astype(str))
-            clusters = np.array(sorted(imgs["cluster"].unique()), dtype=object)
-            imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].to_numpy()))
+            imgs, clusters = index_clusters(imgs.assign(cluster=imgs["cluster"].fillna(imgs["image_id"]).astype(str)))
             self._arms[arm] = ArmData(arm, self.ir.arms[arm].kind, imgs, clusters, self.seed, self.n_boot)
         return self._arms[arm]
 

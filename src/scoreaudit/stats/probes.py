@@ -30,7 +30,7 @@ import pandas as pd
 
 from scoreaudit.compiler.ir import AuditIR, StatCallIR
 from scoreaudit.stats.bootstrap import stable_hash
-from scoreaudit.stats.context import ArmData, StatContext
+from scoreaudit.stats.context import ArmData, StatContext, index_clusters
 from scoreaudit.stats.estimate import Estimate
 
 COLUMNS = ("probe", "scorer", "prompt", "cluster", "seed", "iteration", "measure", "label", "value")
@@ -90,9 +90,7 @@ def _ends(ctx: StatContext, probe: str, measure: str, label: str | None) -> pd.D
 def _probe_arm(ctx: StatContext, probe: str, ends: pd.DataFrame) -> ArmData:
     """The probe's trajectories as an arm (one image per trajectory), for the shared estimators."""
     imgs = pd.DataFrame({"image_id": ends["traj"].astype(str), "cluster": ends["cluster"].astype(str)})
-    imgs = imgs.sort_values("image_id", kind="stable").reset_index(drop=True)
-    clusters = np.array(sorted(imgs["cluster"].unique()), dtype=object)
-    imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].to_numpy()))
+    imgs, clusters = index_clusters(imgs.sort_values("image_id", kind="stable").reset_index(drop=True))
     return ArmData(f"probe:{probe}", "synthetic", imgs, clusters, ctx.seed, ctx.n_boot)
 
 

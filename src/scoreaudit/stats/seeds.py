@@ -24,7 +24,7 @@ import re
 import numpy as np
 
 from scoreaudit.compiler.ir import CellIR
-from scoreaudit.stats.context import ArmData, StatContext
+from scoreaudit.stats.context import ArmData, StatContext, index_clusters
 from scoreaudit.stats.outcomes import cell_p, number_outcome
 
 _SEED_ID = re.compile(r"_s(-?\d+)$")
@@ -48,9 +48,7 @@ def seed_arm(arm: ArmData, seed: int, mask: np.ndarray) -> ArmData:
     sub = arm.subset(f"generation_seed={seed}", mask)
     if sub.n_clusters >= 2:
         return sub
-    imgs = sub.images.assign(cluster=sub.images["image_id"].astype(str))
-    clusters = np.array(sorted(imgs["cluster"].unique()), dtype=object)
-    imgs = imgs.assign(cluster_idx=np.searchsorted(clusters, imgs["cluster"].to_numpy()))
+    imgs, clusters = index_clusters(sub.images.assign(cluster=sub.images["image_id"].astype(str)))
     return ArmData(arm.name, arm.kind, imgs, clusters, arm.seed, arm.n_boot,
                    label=f"generation_seed={seed},images as clusters")
 
