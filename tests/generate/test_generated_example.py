@@ -22,6 +22,9 @@ def test_example_checks_and_plans_as_written():
     _, plan = api.compile(EXAMPLE)
     step = plan.step("generate/gen")
     assert step.images == 2 * 5 * 5 and step.denoising_steps == 50 * 30  # gender × jobs × seeds; × steps
+    # the decode step reads what generation wrote (was "manifest:None": a generated arm has no manifest)
+    assert plan.step("decode/gen").reads == ("generated/gen",) == step.writes
+    assert "manifest:" not in api.plan_text(plan)
     probe = checked.ir.probes["reno_ir"]
     assert probe.scorer == "ir" and probe.measures == ("ita", "skin_exposure")
     assert probe.call.params["seeds"] == [0, 1, 2, 3] and probe.call.params["iterations"] == 50

@@ -245,7 +245,8 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
             decode_deps = [f"generate/{arm_name}"]
         b.add(f"decode/{arm_name}", "decode", plugin=arm.call.plugin, version=arm.call.version,
               params={"arm": arm_name, **arm.call.params, "on_error": arm.call.params.get("on_error") or audit.settings.on_error},
-              reads=(f"manifest:{arm.call.params.get('manifest') or arm.call.params.get('folder')}",),
+              reads=(f"generated/{arm_name}",) if decode_deps else
+              (f"manifest:{arm.call.params.get('manifest') or arm.call.params.get('folder')}",),
               writes=(f"images/{arm_name}",), arm=arm_name, images=n, depends_on=decode_deps)
         per_image = 1  # the original
         if arm.source == "images":
