@@ -150,8 +150,12 @@ class NeededFile:
 
 
 def missing_message(what: str, tried: Sequence[str], hub: Sequence[HubFile], param_hint: str) -> str:
-    """One message: what is missing, where we looked, how to provide it."""
-    fetch = "; ".join(h.hint() for h in hub)
+    """One message: what is missing, where we looked, how to provide it.
+
+    `hub` lists alternatives in order of preference (any one will do), so the message asks for the
+    first and names the others as fallbacks rather than asking for all of them.
+    """
+    fetch = hub[0].hint() + "".join(f" (or: {h.hint()})" for h in hub[1:])
     return (
         f"{what}: not found (looked in {', '.join(tried)}). Provide it with {param_hint}, "
         f"or put the official files in the Hugging Face cache ({hf_cache_dir()}; set HF_HUB_CACHE to use "
