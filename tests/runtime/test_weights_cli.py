@@ -57,6 +57,15 @@ def cache(tmp_path, monkeypatch):
     return c
 
 
+@pytest.fixture()
+def online(monkeypatch):
+    """The tests run with HF_HUB_OFFLINE=1; a test whose hf_hub_download is a stand-in lifts it."""
+    import huggingface_hub.constants as hc
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+
+
 class FakeHub:
     """hf_hub_download's contract: fetch REPO/NAME into the cache, return its path; EntryNotFound for absent names."""
 
@@ -98,9 +107,19 @@ def test_listing_names_every_file_with_hf_download_lines(cache, capsys):
 def test_unknown_scorer_is_a_usage_error(cache, capsys):
     assert main(["weights", "no_such_scorer"]) == 2
     assert "no scorer called 'no_such_scorer'" in capsys.readouterr().err
+    assert main(["weights", "pikscore"]) == 2
+    assert "did you mean 'pickscore'?" in capsys.readouterr().err
 
 
-def test_download_fetches_every_missing_file_then_the_scorers_are_ready(cache, monkeypatch, capsys):
+def test_a_built_in_scorer_is_ready_with_nothing_to_fetch(cache, capsys):
+    assert main(["weights", "sharpness"]) == 0
+    out = capsys.readouterr().out
+    assert "sharpness  [ready]" in out and "reads no weight files" in out and "1 of 1 ready" in out
+    assert main(["weights", "sharpness", "hpsv2"]) == 3  # the model scorer is still missing
+    assert "1 of 2 ready" in capsys.readouterr().out
+
+
+def test_download_fetches_every_missing_file_then_the_scorers_are_ready(cache, online, monkeypatch, capsys):
     fake = FakeHub(cache, absent={("timm/vit_large_patch14_clip_224.openai", "open_clip_model.safetensors")})
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
     assert main(["weights", "--download", "laion_aesthetic", "image_reward", "hpsv2"]) == 0
@@ -117,7 +136,7 @@ def test_download_fetches_every_missing_file_then_the_scorers_are_ready(cache, m
     assert fake.calls == []
 
 
-def test_a_corrupt_download_is_not_ready(cache, monkeypatch, capsys):
+def test_a_corrupt_download_is_not_ready(cache, online, monkeypatch, capsys):
     fake = FakeHub(cache, corrupt={("xswu/HPSv2", "HPS_v2.1_compressed.pt")})
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
     assert main(["weights", "--download", "hpsv2"]) == 3
@@ -137,6 +156,30 @@ def test_download_offline_fails_cleanly(cache, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "failed: xswu/HPSv2/HPS_v2.1_compressed.pt: cannot reach the Hugging Face Hub" in err
     assert "HF_HUB_OFFLINE is set in this environment: unset it to download" in err  # the cause, named
+    # several scorers: one failure naming the cause, no "fetching" lines, the Hub never asked
+    fake = FakeHub(cache)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    assert main(["weights", "--download", "hpsv2", "image_reward"]) == 3
+    captured = capsys.readouterr()
+    assert captured.err.count("failed:") == 1 and "fetching" not in captured.err and fake.calls == []
+    assert "the 3 other missing file(s) were not tried" in captured.err
+    assert "hf download THUDM/ImageReward ImageReward.pt med_config.json" in captured.out  # still listed
+
+
+def test_download_stops_at_the_first_unreachable_hub(cache, online, monkeypatch, capsys):
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    calls = []
+
+    def no_network(repo_id, filename, **kw):
+        calls.append((repo_id, filename))
+        raise LocalEntryNotFoundError("Connection error, and the file is not in the local cache")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_network)
+    assert main(["weights", "--download", "image_reward", "hpsv2"]) == 3
+    err = capsys.readouterr().err
+    assert len(calls) == 1 and err.count("failed:") == 1
+    assert "offline or no network" in err and "the 3 other missing file(s) were not tried" in err
 
 
 @pytest.mark.parametrize("content,problem", [

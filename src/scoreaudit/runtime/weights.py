@@ -8,6 +8,7 @@ only place scoreaudit touches the network: `hf_hub_download` into the Hugging Fa
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,9 +41,12 @@ class ScorerFiles:
     local: str | None = None  # readiness detail when the spec gives `weights:` (local files, nothing to fetch)
     local_ready: bool = False
     error: str | None = None
+    builtin: bool = False  # a scorer that reads no weight files: ready wherever scoreaudit runs
 
     @property
     def ready(self) -> bool:
+        if self.builtin:
+            return True
         if self.error is not None:
             return False
         if self.local is not None:
@@ -69,7 +73,7 @@ def _files_for(target: str, plugin: str, params: Any) -> ScorerFiles:
     entry = scorers.get(plugin)
     hook = getattr(entry.impl, "hub_files", None)
     if hook is None:
-        return ScorerFiles(target, plugin, error=f"{plugin} reads no weight files (nothing to fetch)")
+        return ScorerFiles(target, plugin, builtin=True)
     if getattr(params, "weights", None) is not None or str(getattr(params, "model", "")).startswith("local-dir:"):
         ready, detail = readiness(entry, params)
         return ScorerFiles(target, plugin, local=detail, local_ready=ready)
@@ -98,7 +102,9 @@ def collect(targets: Sequence[str]) -> list[ScorerFiles]:
             out.extend(_from_spec(t))
             continue
         if t not in scorers:
-            raise ValueError(f"no scorer called {t!r} (model scorers: {', '.join(model_scorer_names())})")
+            close = difflib.get_close_matches(t, [e.name for e in scorers], n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"no scorer called {t!r}; {hint}(model scorers: {', '.join(model_scorer_names())})")
         entry = scorers.get(t)
         try:
             params = entry.params.model_validate({})
@@ -156,7 +162,9 @@ def render(reports: Sequence[ScorerFiles]) -> str:
     for r in reports:
         state = "ready" if r.ready else "NOT READY"
         lines.append(f"{r.target}  [{state}]")
-        if r.error is not None:
+        if r.builtin:
+            lines.append(f"    {r.scorer} is built in: it reads no weight files (nothing to fetch)")
+        elif r.error is not None:
             lines.append(f"    {r.error}")
         elif r.local is not None:
             lines.append(f"    weights: given in the spec (local files, nothing to fetch): {r.local}")
@@ -202,7 +210,12 @@ class Fetched:
 
 
 def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
-    """Fetch every missing or invalid file into the HF cache (alternatives tried in order)."""
+    """Fetch every missing or invalid file into the HF cache (alternatives tried in order).
+
+    When the Hub cannot be reached (HF_HUB_OFFLINE set, or no network) one failure is returned
+    and nothing more is tried: every other file would fail the same way, and a screen of
+    identical failures hides the one fix.
+    """
     try:
         import huggingface_hub
         from huggingface_hub import constants as hub_constants
@@ -216,32 +229,36 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
     from scoreaudit.plugins.scorers.model_weights import checkpoint_problem, hf_cache_dir
 
     done: dict[tuple[str, tuple[str, ...]], Fetched] = {}
-    for r in reports:
-        for f in r.missing():
-            key = (f.repo, f.names)
-            if key in done:
-                continue
-            result = Fetched(f.repo, f.names[0])
-            for name in f.names:
-                result.tried.append(name)
-                echo(f"fetching {f.repo}/{name} ({f.about or 'size unknown'}) ...")
-                try:
-                    path = huggingface_hub.hf_hub_download(f.repo, name, cache_dir=str(hf_cache_dir()),
-                                                           force_download=f.path is not None)
-                except LocalEntryNotFoundError as e:  # offline (HF_HUB_OFFLINE) or no network: a subclass
-                    why = "HF_HUB_OFFLINE is set in this environment: unset it to download" \
-                        if hub_constants.HF_HUB_OFFLINE else "offline or no network"
-                    result.error = f"cannot reach the Hugging Face Hub ({why}): {e}"
-                    break
-                except EntryNotFoundError:
-                    continue  # the repo has no file of this name: try the next equivalent name
-                except Exception as e:  # noqa: BLE001 - offline, no such repo, network: reported per file
-                    result.error = f"{type(e).__name__}: {e}"
-                    break
-                problem = checkpoint_problem(Path(path))
-                result.name, result.path, result.error = name, str(path), problem
+    pending = {(f.repo, f.names): f for r in reports for f in r.missing()}
+    if pending and hub_constants.HF_HUB_OFFLINE:  # hf_hub_download would refuse each file in turn
+        f = next(iter(pending.values()))
+        return [Fetched(f.repo, f.names[0], error=_unreachable(
+            "HF_HUB_OFFLINE is set in this environment: unset it to download", len(pending)))]
+    for key, f in pending.items():
+        result = Fetched(f.repo, f.names[0])
+        for name in f.names:
+            result.tried.append(name)
+            echo(f"fetching {f.repo}/{name} ({f.about or 'size unknown'}) ...")
+            try:
+                path = huggingface_hub.hf_hub_download(f.repo, name, cache_dir=str(hf_cache_dir()),
+                                                       force_download=f.path is not None)
+            except LocalEntryNotFoundError as e:  # no network (or offline set meanwhile): a subclass
+                result.error = _unreachable(f"offline or no network: {e}", len(pending) - len(done))
+                return list(done.values()) + [result]
+            except EntryNotFoundError:
+                continue  # the repo has no file of this name: try the next equivalent name
+            except Exception as e:  # noqa: BLE001 - offline, no such repo, network: reported per file
+                result.error = f"{type(e).__name__}: {e}"
                 break
-            else:
-                result.error = f"none of {', '.join(f.names)} exists in {f.repo}"
-            done[key] = result
+            problem = checkpoint_problem(Path(path))
+            result.name, result.path, result.error = name, str(path), problem
+            break
+        else:
+            result.error = f"none of {', '.join(f.names)} exists in {f.repo}"
+        done[key] = result
     return list(done.values())
+
+
+def _unreachable(why: str, missing: int) -> str:
+    rest = f"; the {missing - 1} other missing file(s) were not tried" if missing > 1 else ""
+    return f"cannot reach the Hugging Face Hub ({why}){rest}"
