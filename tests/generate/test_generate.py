@@ -239,3 +239,39 @@ def test_a_rerun_into_the_same_output_replays_the_generated_images_memos(tmp_pat
     png.write_bytes(b"\x00" * len(good))  # a damaged copy (new time) is copied from the store again
     api.run(spec, **kw)
     assert png.read_bytes() == good and png.stat().st_mtime_ns == before and decoded == []
+
+
+def test_a_pipeline_downloaded_as_its_fp16_variant_loads_and_makes_the_same_images(tmp_path, pipe_dir):
+    """`hf download REPO --include "*.fp16.*" ...` leaves only `*.fp16.safetensors` weights, which
+    `from_pretrained` loads only with variant="fp16" (without it: "no file named model.safetensors")."""
+    from diffusers import DiffusionPipeline
+
+    from scoreaudit.runtime.generation import weights_variant
+    from scoreaudit.testing.tiny_models import hf_snapshot
+
+    variant_dir = tmp_path / "pipe16"
+    DiffusionPipeline.from_pretrained(str(pipe_dir)).save_pretrained(str(variant_dir), variant="fp16")
+    assert not list(variant_dir.rglob("diffusion_pytorch_model.safetensors"))  # only variant weights
+    assert weights_variant(variant_dir) == "fp16" and weights_variant(pipe_dir) is None
+    spec = _project(tmp_path, pipe_dir)
+    arm = api.compile(spec)[0].arms["gen"]
+    job = jobs_for(arm, tmp_path, "id", "float32")[:1]
+    plain = Generator("gen", arm.call.params, pipe_dir, "cpu", "float32")(job)
+    # the same tensors under variant names: the same pixels (the weights are saved as they are)
+    assert Generator("gen", arm.call.params, variant_dir, "cpu", "float32")(job) == plain
+    # in the Hugging Face cache: it loads, and the variant is part of the pipeline's identity
+    cache = Path(os.environ["HF_HUB_CACHE"])  # the session's throwaway cache (tests/conftest.py)
+    import shutil
+
+    for repo, src in (("variant-test/plain", pipe_dir), ("variant-test/half", variant_dir)):
+        shutil.copytree(src, hf_snapshot(cache, repo), dirs_exist_ok=True)
+    folder, identity = locate_pipeline("gen", {"pipeline": "variant-test/half"}, tmp_path)
+    assert identity.endswith("#fp16") and Generator("gen", arm.call.params, folder, "cpu", "float32")(job) == plain
+    assert "#" not in locate_pipeline("gen", {"pipeline": "variant-test/plain"}, tmp_path)[1]
+    # one component in variant form only (mixed): that variant, loading the rest as they are
+    mixed = tmp_path / "mixed"
+    shutil.copytree(pipe_dir, mixed)
+    (mixed / "unet" / "diffusion_pytorch_model.safetensors").unlink()
+    shutil.copy(variant_dir / "unet" / "diffusion_pytorch_model.fp16.safetensors", mixed / "unet")
+    assert weights_variant(mixed) == "fp16"
+    assert Generator("gen", arm.call.params, mixed, "cpu", "float32")(job) == plain

@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -85,6 +86,34 @@ def _folder_identity(folder: Path) -> str:
     return h.hexdigest()
 
 
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+
+
+def weights_variant(folder: Path) -> str | None:
+    """The weights variant a pipeline folder holds only in variant form (e.g. "fp16"), else None.
+
+    `hf download REPO --include "*.fp16.*" ...` fetches `diffusion_pytorch_model.fp16.safetensors`
+    and no plain weights; `from_pretrained` then needs `variant="fp16"` (without it: "no file named
+    model.safetensors"), and with it a folder of plain weights fails. So the variant is read from
+    the files: the one variant of the components that have no plain weights.
+    """
+    index = folder / "model_index.json"
+    try:
+        comps = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found: set[str] = set()
+    for name, spec in comps.items():
+        sub = folder / name
+        if name.startswith("_") or not isinstance(spec, list) or not sub.is_dir():
+            continue
+        stems = [_SHARD.sub("", q.name[: -len(sfx)]) for q in sub.iterdir()
+                 for sfx in _WEIGHT_SUFFIXES if q.name.endswith(sfx)]
+        if stems and all("." in st for st in stems):  # no plain weights in this component
+            found |= {st.rsplit(".", 1)[1] for st in stems}
+    return found.pop() if len(found) == 1 else None
+
+
 def _missing_files(folder: Path) -> list[str]:
     """What `from_pretrained` will not find: model_index.json, and each component's config and weights."""
     index = folder / "model_index.json"
@@ -140,7 +169,8 @@ def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -
     if missing:
         raise GenerationUnavailable(f"{who}: the cached snapshot of '{name}' lacks {', '.join(missing)}; "
                                     f"download them with `hf download {name}`")
-    return folder, "hf:" + name + "@" + folder.name
+    variant = weights_variant(folder)  # which files of the snapshot load: part of the weights' identity
+    return folder, "hf:" + name + "@" + folder.name + (f"#{variant}" if variant else "")
 
 
 def jobs_for(arm: ArmIR, spec_dir: Path, identity: str, dtype: str, allow_outside: bool = False) -> list[Job]:
@@ -203,8 +233,10 @@ class Generator:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # `torch_dtype` is renamed `dtype` in new releases
+                variant = weights_variant(self.folder)
                 pipe = diffusers.DiffusionPipeline.from_pretrained(
-                    str(self.folder), local_files_only=True, torch_dtype=getattr(torch, self.dtype))
+                    str(self.folder), local_files_only=True, torch_dtype=getattr(torch, self.dtype),
+                    **({"variant": variant} if variant else {}))
         except (OSError, ValueError) as exc:
             raise GenerationUnavailable(f"{self.kind} '{self.arm}': cannot load pipeline "
                                         f"'{self.params['pipeline']}': {exc}") from None
