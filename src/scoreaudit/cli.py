@@ -132,7 +132,7 @@ def cmd_weights(args) -> int:
     except ValueError as e:  # an unknown scorer name
         raise UsageError(str(e)) from None
     for f in failed:
-        _err(f"  failed: {f.repo}/{f.name}: {f.error}")
+        _err(f"  failed: {f.label}: {f.error}")
     print(api.weights_listing(reports, args.format))
     return Exit.OK if all(r.ready for r in reports) else Exit.ENVIRONMENT
 

@@ -162,7 +162,7 @@ def test_download_offline_fails_cleanly(cache, monkeypatch, capsys):
     assert main(["weights", "--download", "hpsv2", "image_reward"]) == 3
     captured = capsys.readouterr()
     assert captured.err.count("failed:") == 1 and "fetching" not in captured.err and fake.calls == []
-    assert "the 3 other missing file(s) were not tried" in captured.err
+    assert "the 3 other missing download(s) were not tried" in captured.err
     assert "hf download THUDM/ImageReward ImageReward.pt med_config.json" in captured.out  # still listed
 
 
@@ -179,7 +179,7 @@ def test_download_stops_at_the_first_unreachable_hub(cache, online, monkeypatch,
     assert main(["weights", "--download", "image_reward", "hpsv2"]) == 3
     err = capsys.readouterr().err
     assert len(calls) == 1 and err.count("failed:") == 1
-    assert "offline or no network" in err and "the 3 other missing file(s) were not tried" in err
+    assert "offline or no network" in err and "the 3 other missing download(s) were not tried" in err
 
 
 @pytest.mark.parametrize("content,problem", [

@@ -40,6 +40,10 @@ class GenerationUnavailable(ScorerUnavailable):
     """A generated arm cannot run here (no diffusers/torch, pipeline files missing); exit 3."""
 
 
+class PipelineMissing(GenerationUnavailable):
+    """The pipeline is neither a folder under the spec's folder nor in the Hugging Face cache."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One image to generate: its id, prompt row, seed and content key."""
@@ -140,8 +144,15 @@ def _missing_files(folder: Path) -> list[str]:
     return missing
 
 
-def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -> tuple[Path, str]:
-    """(folder, identity): a local folder relative to the spec, or a snapshot already in the HF cache.
+def fetch_hint(name: str) -> str:
+    """How to put a Hub pipeline in the cache: only what `from_pretrained` loads, not the whole repo."""
+    return (f"`scoreaudit weights --download SPEC` (what the spec's pipelines and scorers need), or "
+            f"`hf download {name} --include \"*.json\" \"*.txt\" \"*.fp16.safetensors\"`")
+
+
+def find_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -> tuple[Path, bool]:
+    """(folder, local): a complete pipeline folder relative to the spec, or a snapshot already in the HF
+    cache; raises GenerationUnavailable naming what is missing. Reads no weights (cheap: `weights` lists it).
     Messages name the generated arm or (kind "probe") the probe that asked for the pipeline."""
     name = params["pipeline"]
     who = f"{kind} '{arm}'"
@@ -151,24 +162,36 @@ def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -
         if missing:
             raise GenerationUnavailable(f"{who}: pipeline folder '{name}' lacks {', '.join(missing)} "
                                         "(save it with `pipeline.save_pretrained(folder)`)")
-        return local, "sha256:" + _folder_identity(local)
+        return local, True
     try:
         from huggingface_hub import snapshot_download
     except ImportError as exc:
         raise GenerationUnavailable(f"{who}: generated arms need the generate extra ({exc.name}): "
                                     "pip install 'scoreaudit[generate]'") from None
     try:
-        folder = Path(snapshot_download(name, revision=params.get("revision"), local_files_only=True))
+        from scoreaudit.plugins.scorers.model_weights import hf_cache_dir  # the cache `weights` fills
+
+        folder = Path(snapshot_download(name, revision=params.get("revision"), local_files_only=True,
+                                        cache_dir=str(hf_cache_dir())))
     except Exception as exc:  # not cached (LocalEntryNotFoundError), bad id (HFValidationError)
-        raise GenerationUnavailable(
+        raise PipelineMissing(
             f"{who}: pipeline '{name}' is neither a folder under the spec's folder nor in the Hugging Face "
             f"cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it beforehand with "
-            f"`hf download {name}` or `DiffusionPipeline.from_pretrained(...).save_pretrained(DIR)`"
+            f"{fetch_hint(name)}, or save one with `DiffusionPipeline.from_pretrained(...).save_pretrained(DIR)`"
         ) from None
     missing = _missing_files(folder)
     if missing:
         raise GenerationUnavailable(f"{who}: the cached snapshot of '{name}' lacks {', '.join(missing)}; "
-                                    f"download them with `hf download {name}`")
+                                    f"download them with {fetch_hint(name)}")
+    return folder, False
+
+
+def locate_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -> tuple[Path, str]:
+    """(folder, identity): `find_pipeline`'s folder and the identity its images are keyed by."""
+    folder, local = find_pipeline(arm, params, spec_dir, kind)
+    if local:
+        return folder, "sha256:" + _folder_identity(folder)
+    name = params["pipeline"]
     variant = weights_variant(folder)  # which files of the snapshot load: part of the weights' identity
     return folder, "hf:" + name + "@" + folder.name + (f"#{variant}" if variant else "")
 

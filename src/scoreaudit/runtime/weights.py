@@ -42,6 +42,7 @@ class ScorerFiles:
     local_ready: bool = False
     error: str | None = None
     builtin: bool = False  # a scorer that reads no weight files: ready wherever scoreaudit runs
+    kind: str = "scorer"
 
     @property
     def ready(self) -> bool:
@@ -55,6 +56,28 @@ class ScorerFiles:
 
     def missing(self) -> list[FileState]:
         return [f for f in self.files if not f.ready]
+
+
+@dataclass(frozen=True)
+class PipelineFiles:
+    """A diffusers pipeline that a spec's generated arms or probes load (listed by `weights SPEC`)."""
+
+    target: str  # `spec.audit:arm` (every arm and probe that loads it, comma-separated)
+    pipeline: str  # a folder under the spec's folder, or a Hugging Face id
+    revision: str | None = None
+    local: bool = False  # a folder under the spec's folder: nothing to fetch
+    path: str | None = None  # the folder or cached snapshot, when complete
+    problem: str | None = None  # why it cannot load here
+    kind: str = "pipeline"
+
+    @property
+    def ready(self) -> bool:
+        return self.problem is None
+
+    def fetch(self) -> list[str]:
+        if self.ready or self.local:
+            return []
+        return [f'hf download {self.pipeline} --include "*.json" "*.txt" "*.fp16.safetensors"']
 
 
 def _state(needed) -> FileState:
@@ -89,14 +112,15 @@ def model_scorer_names() -> list[str]:
     return [e.name for e in scorers if hasattr(e.impl, "hub_files")]
 
 
-def collect(targets: Sequence[str]) -> list[ScorerFiles]:
-    """Targets: scorer names (default arguments) or .audit files (their scorers, as declared).
+def collect(targets: Sequence[str]) -> list[ScorerFiles | PipelineFiles]:
+    """Targets: scorer names (default arguments) or .audit files (their scorers, as declared, and the
+    diffusers pipelines of their generated arms and probes).
 
     Raises ValueError naming an unknown scorer; an unreadable or invalid spec raises the
     facade's own errors.
     """
     load_plugins()
-    out: list[ScorerFiles] = []
+    out: list[ScorerFiles | PipelineFiles] = []
     for t in targets or model_scorer_names():
         if t.endswith(".audit"):
             out.extend(_from_spec(t))
@@ -115,7 +139,7 @@ def collect(targets: Sequence[str]) -> list[ScorerFiles]:
     return out
 
 
-def _from_spec(path: str) -> list[ScorerFiles]:
+def _from_spec(path: str) -> list[ScorerFiles | PipelineFiles]:
     from scoreaudit.compiler.check import check
     from scoreaudit.diagnostics import DiagnosticError, has_errors
     from scoreaudit.grammar.parser import parse
@@ -137,6 +161,30 @@ def _from_spec(path: str) -> list[ScorerFiles]:
             continue
         params = entry.params.model_validate(resolve_paths(dict(s.call.params), base))
         out.append(_files_for(f"{path}:{s.name}", s.call.plugin, params))
+    return out + _pipelines(path, ir, base)
+
+
+def _pipelines(path: str, ir, base: Path) -> list[PipelineFiles]:
+    """Each distinct (pipeline, revision) of the spec's generated arms and probes, found or not."""
+    from scoreaudit.runtime.generation import GenerationUnavailable, PipelineMissing, find_pipeline
+
+    users: dict[tuple[str, str | None], list[tuple[str, str]]] = {}
+    loaders = [(n, "arm", a.call.params) for n, a in ir.arms.items() if a.call.plugin == "generate"]
+    loaders += [(n, "probe", p.call.params) for n, p in ir.probes.items()]
+    for name, kind, params in loaders:
+        users.setdefault((params["pipeline"], params.get("revision")), []).append((name, kind))
+    out = []
+    for (pipe, rev), names in users.items():
+        target = f"{path}:{','.join(n for n, _ in names)}"
+        try:
+            folder, local = find_pipeline(names[0][0], {"pipeline": pipe, "revision": rev}, base, kind=names[0][1])
+        except PipelineMissing:
+            out.append(PipelineFiles(target, pipe, rev, problem="missing (not in the Hugging Face cache, "
+                                     "not a folder under the spec's folder)"))
+        except GenerationUnavailable as e:  # an incomplete folder or snapshot: the message names the files
+            out.append(PipelineFiles(target, pipe, rev, local=(base / pipe).is_dir(), problem=str(e)))
+        else:
+            out.append(PipelineFiles(target, pipe, rev, local=local, path=str(folder)))
     return out
 
 
@@ -155,14 +203,16 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def render(reports: Sequence[ScorerFiles]) -> str:
+def render(reports: Sequence[ScorerFiles | PipelineFiles]) -> str:
     from scoreaudit.plugins.scorers.model_weights import hf_cache_dir
 
     lines = [f"Hugging Face cache: {hf_cache_dir()} (set HF_HUB_CACHE to use another folder)", ""]
     for r in reports:
         state = "ready" if r.ready else "NOT READY"
         lines.append(f"{r.target}  [{state}]")
-        if r.builtin:
+        if isinstance(r, PipelineFiles):
+            lines += _pipeline_lines(r)
+        elif r.builtin:
             lines.append(f"    {r.scorer} is built in: it reads no weight files (nothing to fetch)")
         elif r.error is not None:
             lines.append(f"    {r.error}")
@@ -190,12 +240,25 @@ def render(reports: Sequence[ScorerFiles]) -> str:
     return "\n".join(lines)
 
 
-def to_json(reports: Sequence[ScorerFiles]) -> str:
+def _pipeline_lines(r: PipelineFiles) -> list[str]:
+    rev = f" (revision {r.revision})" if r.revision else ""
+    if r.ready:
+        where = "folder under the spec's folder" if r.local else "cached"
+        return [f"    diffusers pipeline {r.pipeline}{rev}: {where}: {r.path}"]
+    lines = [f"    diffusers pipeline {r.pipeline}{rev}: {r.problem}"]
+    if r.fetch():
+        again = r.target.rsplit(":", 1)[0]
+        lines += [f"    fetch what it loads with `scoreaudit weights --download {again}`, or:"]
+        lines += [f"      {cmd}" for cmd in r.fetch()]
+    return lines
+
+
+def to_json(reports: Sequence[ScorerFiles | PipelineFiles]) -> str:
     rows = []
     for r in reports:
         d = asdict(r)
         d["ready"] = r.ready
-        d["fetch"] = fetch_lines(r.missing())
+        d["fetch"] = r.fetch() if isinstance(r, PipelineFiles) else fetch_lines(r.missing())
         rows.append(d)
     return json.dumps(rows, indent=2)
 
@@ -203,18 +266,22 @@ def to_json(reports: Sequence[ScorerFiles]) -> str:
 @dataclass
 class Fetched:
     repo: str
-    name: str
+    name: str  # "" for a whole pipeline
     path: str | None = None
     error: str | None = None
     tried: list[str] = field(default_factory=list)
 
+    @property
+    def label(self) -> str:
+        return f"{self.repo}/{self.name}" if self.name else f"pipeline {self.repo}"
 
-def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
-    """Fetch every missing or invalid file into the HF cache (alternatives tried in order).
 
-    When the Hub cannot be reached (HF_HUB_OFFLINE set, or no network) one failure is returned
-    and nothing more is tried: every other file would fail the same way, and a screen of
-    identical failures hides the one fix.
+def download(reports: Sequence[ScorerFiles | PipelineFiles], echo=print) -> list[Fetched]:
+    """Fetch every missing or invalid file, and every missing pipeline, into the HF cache.
+
+    A file's alternatives are tried in order. When the Hub cannot be reached (HF_HUB_OFFLINE set,
+    or no network) one failure is returned and nothing more is tried: every other file would fail
+    the same way, and a screen of identical failures hides the one fix.
     """
     try:
         import huggingface_hub
@@ -229,11 +296,13 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
     from scoreaudit.plugins.scorers.model_weights import checkpoint_problem, hf_cache_dir
 
     done: dict[tuple[str, tuple[str, ...]], Fetched] = {}
-    pending = {(f.repo, f.names): f for r in reports for f in r.missing()}
-    if pending and hub_constants.HF_HUB_OFFLINE:  # hf_hub_download would refuse each file in turn
-        f = next(iter(pending.values()))
-        return [Fetched(f.repo, f.names[0], error=_unreachable(
-            "HF_HUB_OFFLINE is set in this environment: unset it to download", len(pending)))]
+    pending = {(f.repo, f.names): f for r in reports if isinstance(r, ScorerFiles) for f in r.missing()}
+    pipes = {(r.pipeline, r.revision): r for r in reports if isinstance(r, PipelineFiles) and r.fetch()}
+    total = len(pending) + len(pipes)
+    if total and hub_constants.HF_HUB_OFFLINE:  # hf_hub_download would refuse each file in turn
+        first = next((Fetched(f.repo, f.names[0]) for f in pending.values()), None) or Fetched(next(iter(pipes))[0], "")
+        first.error = _unreachable("HF_HUB_OFFLINE is set in this environment: unset it to download", total)
+        return [first]
     for key, f in pending.items():
         result = Fetched(f.repo, f.names[0])
         for name in f.names:
@@ -243,7 +312,7 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
                 path = huggingface_hub.hf_hub_download(f.repo, name, cache_dir=str(hf_cache_dir()),
                                                        force_download=f.path is not None)
             except LocalEntryNotFoundError as e:  # no network (or offline set meanwhile): a subclass
-                result.error = _unreachable(f"offline or no network: {e}", len(pending) - len(done))
+                result.error = _unreachable(f"offline or no network: {e}", total - len(done))
                 return list(done.values()) + [result]
             except EntryNotFoundError:
                 continue  # the repo has no file of this name: try the next equivalent name
@@ -256,9 +325,37 @@ def download(reports: Sequence[ScorerFiles], echo=print) -> list[Fetched]:
         else:
             result.error = f"none of {', '.join(f.names)} exists in {f.repo}"
         done[key] = result
+    for (pipe, rev), r in pipes.items():
+        result = Fetched(pipe, "")
+        echo(f"fetching pipeline {pipe}: the configs, tokenizers and weights it loads (fp16 where the repo has "
+             "them; several GB) ...")
+        try:
+            result.path = _download_pipeline(pipe, rev, str(hf_cache_dir()))
+        except LocalEntryNotFoundError as e:
+            result.error = _unreachable(f"offline or no network: {e}", total - len(done))
+            return list(done.values()) + [result]
+        except ImportError as e:
+            result.error = f"fetching a pipeline needs diffusers ({e.name}): pip install 'scoreaudit[generate]'"
+        except Exception as e:  # noqa: BLE001 - no such repo, gated, network: reported per pipeline
+            result.error = f"{type(e).__name__}: {e}"
+        done[(pipe, (rev or "",))] = result
     return list(done.values())
 
 
+def _download_pipeline(pipe: str, revision: str | None, cache_dir: str) -> str:
+    """diffusers' own selection of what `from_pretrained` loads (no ONNX/Flax copies, no single-file
+    checkpoints), the fp16 variant where the repo has one: half the bytes, and what a GPU run uses."""
+    from diffusers import DiffusionPipeline
+
+    kw = {"revision": revision, "cache_dir": cache_dir}
+    try:
+        return str(DiffusionPipeline.download(pipe, variant="fp16", **kw))
+    except ValueError as e:  # the repo has no fp16 variant: its plain weights
+        if "variant" not in str(e):
+            raise
+        return str(DiffusionPipeline.download(pipe, **kw))
+
+
 def _unreachable(why: str, missing: int) -> str:
-    rest = f"; the {missing - 1} other missing file(s) were not tried" if missing > 1 else ""
+    rest = f"; the {missing - 1} other missing download(s) were not tried" if missing > 1 else ""
     return f"cannot reach the Hugging Face Hub ({why}){rest}"
