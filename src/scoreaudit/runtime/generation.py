@@ -101,6 +101,7 @@ def weights_variant(folder: Path) -> str | None:
     model.safetensors"), and with it a folder of plain weights fails. So the variant is read from
     the files: the one variant of the components that have no plain weights.
     """
+    folder = Path(folder)
     index = folder / "model_index.json"
     try:
         comps = json.loads(index.read_text(encoding="utf-8"))
