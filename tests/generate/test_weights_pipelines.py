@@ -72,7 +72,7 @@ def test_download_fetches_missing_pipelines_then_they_are_ready(project, monkeyp
     assert main(["weights", "--download", str(project)]) == 0
     captured = capsys.readouterr()
     assert calls == [("weights-test/gen", "fp16"), ("weights-test/gen", None)]  # only the missing one
-    assert "fetching pipeline weights-test/gen" in captured.err and "2 of 2 ready" in captured.out
+    assert "fetching diffusers pipeline weights-test/gen" in captured.err and "2 of 2 ready" in captured.out
     calls.clear()
     assert main(["weights", "--download", str(project)]) == 0 and calls == []  # nothing left to fetch
 
@@ -80,5 +80,66 @@ def test_download_fetches_missing_pipelines_then_they_are_ready(project, monkeyp
 def test_download_offline_names_the_cause_once(project, capsys):
     assert main(["weights", "--download", str(project)]) == 3  # HF_HUB_OFFLINE=1 in the tests
     err = capsys.readouterr().err
-    assert err.count("failed:") == 1 and "failed: pipeline weights-test/gen" in err
+    assert err.count("failed:") == 1 and "failed: weights-test/gen:" in err
     assert "HF_HUB_OFFLINE is set" in err
+
+
+PROBE_SPEC = '''audit "Probe models" { seed: 1 }
+scorer ir = image_reward()
+probe r = reno(scorer: ir, pipeline: "pipe", prompts: "prompts.txt", iterations: 2, direction: maximize, seeds: 1,
+               size: 32, measures: [ita, clip_attribute(labels: ["man", "woman"], model: "{model}")])
+'''
+
+
+def _clip_folder(folder, weights=True):
+    folder.mkdir(parents=True)
+    for name in ("config.json", "preprocessor_config.json", "vocab.json", "merges.txt"):
+        (folder / name).write_text("{}")
+    if weights:
+        (folder / "model.safetensors").write_bytes(b"stand-in: listed, never loaded here")
+
+
+def test_a_probes_clip_attribute_model_is_listed_and_fetched(project, monkeypatch, capsys):
+    import huggingface_hub
+    import huggingface_hub.constants as hc
+
+    spec = project.parent / "probe.audit"
+    _clip_folder(project.parent / "clip")
+    spec.write_text(PROBE_SPEC.replace("{model}", "clip"))
+    assert main(["weights", str(spec)]) == 3  # image_reward's weights are not in this cache
+    out = capsys.readouterr().out
+    assert f"{spec}:r  [ready]" in out  # the pipeline and the local CLIP folder
+    assert "CLIP model (clip_attribute) clip: folder under the spec's folder" in out
+    (project.parent / "clip" / "model.safetensors").unlink()  # incomplete: named, nothing to fetch
+    assert main(["weights", str(spec)]) == 3
+    assert "the folder 'clip' lacks model.safetensors" in capsys.readouterr().out
+    # a Hugging Face id not in the cache: missing, with the files to fetch; --download fetches them
+    spec.write_text(PROBE_SPEC.replace("{model}", "weights-test/clip"))
+    assert main(["weights", "--format", "json", str(spec)]) == 3
+    rows = [r for r in json.loads(capsys.readouterr().out) if r["kind"] == "clip_model"]
+    assert len(rows) == 1 and not rows[0]["ready"]
+    assert rows[0]["fetch"] == ['hf download weights-test/clip --include "*.json" "*.txt" "*.safetensors"']
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+    real, asked = huggingface_hub.snapshot_download, []
+
+    def fake_snapshot(repo, revision=None, cache_dir=None, allow_patterns=None, local_files_only=False, **kw):
+        if local_files_only:
+            return real(repo, revision=revision, cache_dir=cache_dir, local_files_only=True, **kw)
+        asked.append((repo, allow_patterns))
+        _clip_folder(hf_snapshot(cache_dir, repo) / "x")
+        snap = hf_snapshot(cache_dir, repo)
+        for f in (snap / "x").iterdir():
+            f.rename(snap / f.name)
+        return str(snap)
+
+    def no_scorer_files(repo_id, filename, **kw):  # the scorer's files are not this test's business
+        raise RuntimeError("stand-in: no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_scorer_files)
+    assert main(["weights", "--download", str(spec)]) == 3  # image_reward still missing
+    captured = capsys.readouterr()
+    assert asked == [("weights-test/clip", ["*.json", "*.txt", "*.safetensors"])]
+    assert "fetching CLIP model (clip_attribute) weights-test/clip" in captured.err
+    assert f"{spec}:r  [ready]" in captured.out

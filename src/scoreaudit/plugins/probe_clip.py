@@ -16,19 +16,46 @@ import numpy as np
 from scoreaudit.plugins.base import ScorerUnavailable
 
 
-def locate_clip(model: str, base_dir: Path | None) -> Path:
-    """A local folder (relative to the spec's folder) or a cached Hugging Face snapshot of `model`."""
-    if base_dir is not None and (Path(base_dir) / model).is_dir():
-        return Path(base_dir) / model
-    try:
-        from huggingface_hub import snapshot_download
+CLIP_FILES = ("*.json", "*.txt", "*.safetensors")  # config, tokenizer, processor, weights: what `weights --download` fetches
 
-        return Path(snapshot_download(model, local_files_only=True))
-    except Exception as exc:  # not cached, bad id, no huggingface_hub
-        raise ScorerUnavailable(
-            f"clip_attribute: the CLIP model '{model}' is neither a folder under the spec's folder nor in the "
-            f"Hugging Face cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it with "
-            f"`hf download {model}`") from None
+
+class ClipMissing(ScorerUnavailable):
+    """The CLIP model is neither a folder under the spec's folder nor in the Hugging Face cache."""
+
+
+def clip_missing_files(folder: Path) -> list[str]:
+    """What CLIPModel, its tokenizer and the image preprocessing will not find in `folder`."""
+    have = {q.name for q in Path(folder).iterdir()} if Path(folder).is_dir() else set()
+    missing = [n for n in ("config.json", "preprocessor_config.json") if n not in have]
+    if not have & {"model.safetensors", "pytorch_model.bin"}:
+        missing.append("model.safetensors")
+    if "tokenizer.json" not in have and not {"vocab.json", "merges.txt"} <= have:
+        missing.append("tokenizer.json (or vocab.json and merges.txt)")
+    return missing
+
+
+def locate_clip(model: str, base_dir: Path | None) -> Path:
+    """A complete local folder (relative to the spec's folder) or cached Hugging Face snapshot of `model`."""
+    if base_dir is not None and (Path(base_dir) / model).is_dir():
+        folder, where = Path(base_dir) / model, f"folder '{model}'"
+    else:
+        try:
+            from huggingface_hub import snapshot_download
+
+            from scoreaudit.plugins.scorers.model_weights import hf_cache_dir
+
+            folder = Path(snapshot_download(model, local_files_only=True, cache_dir=str(hf_cache_dir())))
+        except Exception as exc:  # not cached, bad id, no huggingface_hub
+            raise ClipMissing(
+                f"clip_attribute: the CLIP model '{model}' is neither a folder under the spec's folder nor in the "
+                f"Hugging Face cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it with "
+                f"`scoreaudit weights --download SPEC` or `hf download {model} --include "
+                + " ".join(f'"{p}"' for p in CLIP_FILES) + "`") from None
+        where = f"cached snapshot of '{model}'"
+    missing = clip_missing_files(folder)
+    if missing:
+        raise ScorerUnavailable(f"clip_attribute: the {where} lacks {', '.join(missing)}")
+    return folder
 
 
 class ZeroShotClip:

@@ -12,7 +12,7 @@ import difflib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from scoreaudit.plugins.base import ScorerUnavailable
 from scoreaudit.registry import load_plugins, scorers
@@ -59,16 +59,17 @@ class ScorerFiles:
 
 
 @dataclass(frozen=True)
-class PipelineFiles:
-    """A diffusers pipeline that a spec's generated arms or probes load (listed by `weights SPEC`)."""
+class FolderFiles:
+    """A whole model folder a spec loads (listed by `weights SPEC`): a generated arm's or probe's
+    diffusers pipeline (kind "pipeline"), or a probe's `clip_attribute` CLIP model (kind "clip_model")."""
 
-    target: str  # `spec.audit:arm` (every arm and probe that loads it, comma-separated)
-    pipeline: str  # a folder under the spec's folder, or a Hugging Face id
+    target: str  # `spec.audit:NAME` (every arm and probe that loads it, comma-separated)
+    repo: str  # a folder under the spec's folder, or a Hugging Face id
     revision: str | None = None
+    kind: str = "pipeline"
     local: bool = False  # a folder under the spec's folder: nothing to fetch
     path: str | None = None  # the folder or cached snapshot, when complete
     problem: str | None = None  # why it cannot load here
-    kind: str = "pipeline"
 
     @property
     def ready(self) -> bool:
@@ -77,7 +78,7 @@ class PipelineFiles:
     def fetch(self) -> list[str]:
         if self.ready or self.local:
             return []
-        return [f'hf download {self.pipeline} --include "*.json" "*.txt" "*.fp16.safetensors"']
+        return [f"hf download {self.repo} --include " + " ".join(f'"{p}"' for p in FOLDER_KINDS[self.kind].include)]
 
 
 def _state(needed) -> FileState:
@@ -112,15 +113,15 @@ def model_scorer_names() -> list[str]:
     return [e.name for e in scorers if hasattr(e.impl, "hub_files")]
 
 
-def collect(targets: Sequence[str]) -> list[ScorerFiles | PipelineFiles]:
+def collect(targets: Sequence[str]) -> list[ScorerFiles | FolderFiles]:
     """Targets: scorer names (default arguments) or .audit files (their scorers, as declared, and the
-    diffusers pipelines of their generated arms and probes).
+    model folders their generated arms and probes load: diffusers pipelines, clip_attribute's CLIP).
 
     Raises ValueError naming an unknown scorer; an unreadable or invalid spec raises the
     facade's own errors.
     """
     load_plugins()
-    out: list[ScorerFiles | PipelineFiles] = []
+    out: list[ScorerFiles | FolderFiles] = []
     for t in targets or model_scorer_names():
         if t.endswith(".audit"):
             out.extend(_from_spec(t))
@@ -139,7 +140,7 @@ def collect(targets: Sequence[str]) -> list[ScorerFiles | PipelineFiles]:
     return out
 
 
-def _from_spec(path: str) -> list[ScorerFiles | PipelineFiles]:
+def _from_spec(path: str) -> list[ScorerFiles | FolderFiles]:
     from scoreaudit.compiler.check import check
     from scoreaudit.diagnostics import DiagnosticError, has_errors
     from scoreaudit.grammar.parser import parse
@@ -161,30 +162,38 @@ def _from_spec(path: str) -> list[ScorerFiles | PipelineFiles]:
             continue
         params = entry.params.model_validate(resolve_paths(dict(s.call.params), base))
         out.append(_files_for(f"{path}:{s.name}", s.call.plugin, params))
-    return out + _pipelines(path, ir, base)
+    return out + _folders(path, ir, base)
 
 
-def _pipelines(path: str, ir, base: Path) -> list[PipelineFiles]:
-    """Each distinct (pipeline, revision) of the spec's generated arms and probes, found or not."""
-    from scoreaudit.runtime.generation import GenerationUnavailable, PipelineMissing, find_pipeline
+def _folders(path: str, ir, base: Path) -> list[FolderFiles]:
+    """Each distinct model folder the spec's generated arms and probes load (pipelines; clip_attribute's
+    CLIP model), found or not."""
+    from scoreaudit.plugins.probes import ClipAttributeParams
 
-    users: dict[tuple[str, str | None], list[tuple[str, str]]] = {}
-    loaders = [(n, "arm", a.call.params) for n, a in ir.arms.items() if a.call.plugin == "generate"]
-    loaders += [(n, "probe", p.call.params) for n, p in ir.probes.items()]
-    for name, kind, params in loaders:
-        users.setdefault((params["pipeline"], params.get("revision")), []).append((name, kind))
+    users: dict[tuple[str, str, str | None], list[tuple[str, str]]] = {}
+    for name, arm in ir.arms.items():
+        if arm.call.plugin == "generate":
+            p = arm.call.params
+            users.setdefault(("pipeline", p["pipeline"], p.get("revision")), []).append((name, "arm"))
+    for name, probe in ir.probes.items():
+        p = probe.call.params
+        users.setdefault(("pipeline", p["pipeline"], p.get("revision")), []).append((name, "probe"))
+        for m in p.get("measures", []):
+            if m["measure"] == "clip_attribute":
+                model = ClipAttributeParams.model_validate(m["params"]).model
+                users.setdefault(("clip_model", model, None), []).append((name, "probe"))
     out = []
-    for (pipe, rev), names in users.items():
-        target = f"{path}:{','.join(n for n, _ in names)}"
+    for (kind, repo, rev), names in users.items():
+        target = f"{path}:{','.join(dict.fromkeys(n for n, _ in names))}"
         try:
-            folder, local = find_pipeline(names[0][0], {"pipeline": pipe, "revision": rev}, base, kind=names[0][1])
-        except PipelineMissing:
-            out.append(PipelineFiles(target, pipe, rev, problem="missing (not in the Hugging Face cache, "
-                                     "not a folder under the spec's folder)"))
-        except GenerationUnavailable as e:  # an incomplete folder or snapshot: the message names the files
-            out.append(PipelineFiles(target, pipe, rev, local=(base / pipe).is_dir(), problem=str(e)))
+            folder, local = FOLDER_KINDS[kind].find(repo, rev, base, names[0])
+        except _Missing:
+            out.append(FolderFiles(target, repo, rev, kind, problem="missing (not in the Hugging Face cache, "
+                                   "not a folder under the spec's folder)"))
+        except ScorerUnavailable as e:  # an incomplete folder or snapshot: the message names the files
+            out.append(FolderFiles(target, repo, rev, kind, local=(base / repo).is_dir(), problem=str(e)))
         else:
-            out.append(PipelineFiles(target, pipe, rev, local=local, path=str(folder)))
+            out.append(FolderFiles(target, repo, rev, kind, local=local, path=str(folder)))
     return out
 
 
@@ -203,15 +212,15 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def render(reports: Sequence[ScorerFiles | PipelineFiles]) -> str:
+def render(reports: Sequence[ScorerFiles | FolderFiles]) -> str:
     from scoreaudit.plugins.scorers.model_weights import hf_cache_dir
 
     lines = [f"Hugging Face cache: {hf_cache_dir()} (set HF_HUB_CACHE to use another folder)", ""]
     for r in reports:
         state = "ready" if r.ready else "NOT READY"
         lines.append(f"{r.target}  [{state}]")
-        if isinstance(r, PipelineFiles):
-            lines += _pipeline_lines(r)
+        if isinstance(r, FolderFiles):
+            lines += _folder_lines(r)
         elif r.builtin:
             lines.append(f"    {r.scorer} is built in: it reads no weight files (nothing to fetch)")
         elif r.error is not None:
@@ -240,12 +249,12 @@ def render(reports: Sequence[ScorerFiles | PipelineFiles]) -> str:
     return "\n".join(lines)
 
 
-def _pipeline_lines(r: PipelineFiles) -> list[str]:
-    rev = f" (revision {r.revision})" if r.revision else ""
+def _folder_lines(r: FolderFiles) -> list[str]:
+    what = f"{FOLDER_KINDS[r.kind].label} {r.repo}" + (f" (revision {r.revision})" if r.revision else "")
     if r.ready:
         where = "folder under the spec's folder" if r.local else "cached"
-        return [f"    diffusers pipeline {r.pipeline}{rev}: {where}: {r.path}"]
-    lines = [f"    diffusers pipeline {r.pipeline}{rev}: {r.problem}"]
+        return [f"    {what}: {where}: {r.path}"]
+    lines = [f"    {what}: {r.problem}"]
     if r.fetch():
         again = r.target.rsplit(":", 1)[0]
         lines += [f"    fetch what it loads with `scoreaudit weights --download {again}`, or:"]
@@ -253,12 +262,12 @@ def _pipeline_lines(r: PipelineFiles) -> list[str]:
     return lines
 
 
-def to_json(reports: Sequence[ScorerFiles | PipelineFiles]) -> str:
+def to_json(reports: Sequence[ScorerFiles | FolderFiles]) -> str:
     rows = []
     for r in reports:
         d = asdict(r)
         d["ready"] = r.ready
-        d["fetch"] = r.fetch() if isinstance(r, PipelineFiles) else fetch_lines(r.missing())
+        d["fetch"] = r.fetch() if isinstance(r, FolderFiles) else fetch_lines(r.missing())
         rows.append(d)
     return json.dumps(rows, indent=2)
 
@@ -266,17 +275,17 @@ def to_json(reports: Sequence[ScorerFiles | PipelineFiles]) -> str:
 @dataclass
 class Fetched:
     repo: str
-    name: str  # "" for a whole pipeline
+    name: str  # "" for a whole folder (a pipeline, a CLIP model)
     path: str | None = None
     error: str | None = None
     tried: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return f"{self.repo}/{self.name}" if self.name else f"pipeline {self.repo}"
+        return f"{self.repo}/{self.name}" if self.name else self.repo
 
 
-def download(reports: Sequence[ScorerFiles | PipelineFiles], echo=print) -> list[Fetched]:
+def download(reports: Sequence[ScorerFiles | FolderFiles], echo=print) -> list[Fetched]:
     """Fetch every missing or invalid file, and every missing pipeline, into the HF cache.
 
     A file's alternatives are tried in order. When the Hub cannot be reached (HF_HUB_OFFLINE set,
@@ -295,12 +304,13 @@ def download(reports: Sequence[ScorerFiles | PipelineFiles], echo=print) -> list
 
     from scoreaudit.plugins.scorers.model_weights import checkpoint_problem, hf_cache_dir
 
-    done: dict[tuple[str, tuple[str, ...]], Fetched] = {}
+    done: dict[tuple, Fetched] = {}
     pending = {(f.repo, f.names): f for r in reports if isinstance(r, ScorerFiles) for f in r.missing()}
-    pipes = {(r.pipeline, r.revision): r for r in reports if isinstance(r, PipelineFiles) and r.fetch()}
-    total = len(pending) + len(pipes)
+    folders = {(r.kind, r.repo, r.revision): r for r in reports if isinstance(r, FolderFiles) and r.fetch()}
+    total = len(pending) + len(folders)
     if total and hub_constants.HF_HUB_OFFLINE:  # hf_hub_download would refuse each file in turn
-        first = next((Fetched(f.repo, f.names[0]) for f in pending.values()), None) or Fetched(next(iter(pipes))[0], "")
+        first = next((Fetched(f.repo, f.names[0]) for f in pending.values()), None) or \
+            Fetched(next(iter(folders.values())).repo, "")
         first.error = _unreachable("HF_HUB_OFFLINE is set in this environment: unset it to download", total)
         return [first]
     for key, f in pending.items():
@@ -325,21 +335,43 @@ def download(reports: Sequence[ScorerFiles | PipelineFiles], echo=print) -> list
         else:
             result.error = f"none of {', '.join(f.names)} exists in {f.repo}"
         done[key] = result
-    for (pipe, rev), r in pipes.items():
-        result = Fetched(pipe, "")
-        echo(f"fetching pipeline {pipe}: the configs, tokenizers and weights it loads (fp16 where the repo has "
-             "them; several GB) ...")
+    for key, r in folders.items():
+        kind = FOLDER_KINDS[r.kind]
+        result = Fetched(r.repo, "")
+        echo(f"fetching {kind.label} {r.repo}: {kind.fetching} ...")
         try:
-            result.path = _download_pipeline(pipe, rev, str(hf_cache_dir()))
+            result.path = kind.download(r.repo, r.revision, str(hf_cache_dir()))
         except LocalEntryNotFoundError as e:
             result.error = _unreachable(f"offline or no network: {e}", total - len(done))
             return list(done.values()) + [result]
         except ImportError as e:
-            result.error = f"fetching a pipeline needs diffusers ({e.name}): pip install 'scoreaudit[generate]'"
-        except Exception as e:  # noqa: BLE001 - no such repo, gated, network: reported per pipeline
+            result.error = f"fetching a {kind.label} needs {e.name}: pip install 'scoreaudit[generate]'"
+        except Exception as e:  # noqa: BLE001 - no such repo, gated, network: reported per folder
             result.error = f"{type(e).__name__}: {e}"
-        done[(pipe, (rev or "",))] = result
+        done[key] = result
     return list(done.values())
+
+
+class _Missing(Exception):
+    """A model folder that is neither under the spec's folder nor in the Hugging Face cache."""
+
+
+def _find_pipeline(repo: str, revision: str | None, base: Path, user: tuple[str, str]) -> tuple[Path, bool]:
+    from scoreaudit.runtime.generation import PipelineMissing, find_pipeline
+
+    try:
+        return find_pipeline(user[0], {"pipeline": repo, "revision": revision}, base, kind=user[1])
+    except PipelineMissing:
+        raise _Missing from None
+
+
+def _find_clip(repo: str, revision: str | None, base: Path, user: tuple[str, str]) -> tuple[Path, bool]:
+    from scoreaudit.plugins.probe_clip import ClipMissing, locate_clip
+
+    try:
+        return locate_clip(repo, base), (base / repo).is_dir()
+    except ClipMissing:
+        raise _Missing from None
 
 
 def _download_pipeline(pipe: str, revision: str | None, cache_dir: str) -> str:
@@ -354,6 +386,36 @@ def _download_pipeline(pipe: str, revision: str | None, cache_dir: str) -> str:
         if "variant" not in str(e):
             raise
         return str(DiffusionPipeline.download(pipe, **kw))
+
+
+def _download_clip(repo: str, revision: str | None, cache_dir: str) -> str:
+    """Config, tokenizer, image processor and safetensors weights (not the TF, Flax or .bin copies)."""
+    from huggingface_hub import snapshot_download
+
+    from scoreaudit.plugins.probe_clip import CLIP_FILES
+
+    return str(snapshot_download(repo, revision=revision, cache_dir=cache_dir, allow_patterns=list(CLIP_FILES)))
+
+
+@dataclass(frozen=True)
+class FolderKind:
+    """How `weights` names, finds and fetches one kind of model folder."""
+
+    label: str
+    include: tuple[str, ...]  # the `hf download --include` patterns that fetch what loads
+    fetching: str  # what the --download progress line says it fetches
+    find: Callable[[str, str | None, Path, tuple[str, str]], tuple[Path, bool]]  # (folder, local) or raises
+    download: Callable[[str, str | None, str], str]  # (repo, revision, cache dir) -> the snapshot folder
+
+
+FOLDER_KINDS = {
+    "pipeline": FolderKind("diffusers pipeline", ("*.json", "*.txt", "*.fp16.safetensors"),
+                           "the configs, tokenizers and weights it loads (fp16 where the repo has them; several GB)",
+                           _find_pipeline, _download_pipeline),
+    "clip_model": FolderKind("CLIP model (clip_attribute)", ("*.json", "*.txt", "*.safetensors"),
+                             "its config, tokenizer, image processor and safetensors weights",
+                             _find_clip, _download_clip),
+}
 
 
 def _unreachable(why: str, missing: int) -> str:
