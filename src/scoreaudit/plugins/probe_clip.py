@@ -16,7 +16,8 @@ import numpy as np
 from scoreaudit.plugins.base import ScorerUnavailable
 
 
-CLIP_FILES = ("*.json", "*.txt", "*.safetensors")  # config, tokenizer, processor, weights: what `weights --download` fetches
+# config, tokenizer, image processor and weights: what `weights --download` fetches
+CLIP_FILES = ("*.json", "*.txt", "*.safetensors")
 
 
 class ClipMissing(ScorerUnavailable):
@@ -42,15 +43,14 @@ def locate_clip(model: str, base_dir: Path | None) -> Path:
         try:
             from huggingface_hub import snapshot_download
 
-            from scoreaudit.plugins.scorers.model_weights import hf_cache_dir
+            from scoreaudit.plugins.scorers.model_weights import hf_cache_dir, hf_include_line
 
             folder = Path(snapshot_download(model, local_files_only=True, cache_dir=str(hf_cache_dir())))
         except Exception as exc:  # not cached, bad id, no huggingface_hub
             raise ClipMissing(
                 f"clip_attribute: the CLIP model '{model}' is neither a folder under the spec's folder nor in the "
                 f"Hugging Face cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it with "
-                f"`scoreaudit weights --download SPEC` or `hf download {model} --include "
-                + " ".join(f'"{p}"' for p in CLIP_FILES) + "`") from None
+                f"`scoreaudit weights --download SPEC` or `{hf_include_line(model, CLIP_FILES)}`") from None
         where = f"cached snapshot of '{model}'"
     missing = clip_missing_files(folder)
     if missing:

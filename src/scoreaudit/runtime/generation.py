@@ -102,15 +102,14 @@ def weights_variant(folder: Path) -> str | None:
     the files: the one variant of the components that have no plain weights.
     """
     folder = Path(folder)
-    index = folder / "model_index.json"
     try:
-        comps = json.loads(index.read_text(encoding="utf-8"))
+        names = _components(folder)
     except (OSError, ValueError):
         return None
     found: set[str] = set()
-    for name, spec in comps.items():
+    for name in names:
         sub = folder / name
-        if name.startswith("_") or not isinstance(spec, list) or not sub.is_dir():
+        if not sub.is_dir():
             continue
         stems = [_SHARD.sub("", q.name[: -len(sfx)]) for q in sub.iterdir()
                  for sfx in _WEIGHT_SUFFIXES if q.name.endswith(sfx)]
@@ -119,19 +118,22 @@ def weights_variant(folder: Path) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _components(folder: Path) -> list[str]:
+    """The component folders model_index.json names (those with a library); OSError/ValueError if unreadable."""
+    comps = json.loads((folder / "model_index.json").read_text(encoding="utf-8"))
+    return [n for n, spec in comps.items() if not n.startswith("_") and isinstance(spec, list) and spec[0] is not None]
+
+
 def _missing_files(folder: Path) -> list[str]:
     """What `from_pretrained` will not find: model_index.json, and each component's config and weights."""
-    index = folder / "model_index.json"
-    if not index.is_file():
+    if not (folder / "model_index.json").is_file():
         return ["model_index.json"]
     try:
-        comps = json.loads(index.read_text(encoding="utf-8"))
+        names = _components(folder)
     except (OSError, ValueError):
         return ["model_index.json (unreadable)"]
     missing = []
-    for name, spec in comps.items():
-        if name.startswith("_") or not isinstance(spec, list) or spec[0] is None:
-            continue
+    for name in names:
         sub = folder / name
         if not sub.is_dir():
             missing.append(f"{name}/")
@@ -145,10 +147,15 @@ def _missing_files(folder: Path) -> list[str]:
     return missing
 
 
+PIPELINE_FILES = ("*.json", "*.txt", "*.fp16.safetensors")  # configs, tokenizers, fp16 weights: what loads
+
+
 def fetch_hint(name: str) -> str:
     """How to put a Hub pipeline in the cache: only what `from_pretrained` loads, not the whole repo."""
+    from scoreaudit.plugins.scorers.model_weights import hf_include_line
+
     return (f"`scoreaudit weights --download SPEC` (what the spec's pipelines and scorers need), or "
-            f"`hf download {name} --include \"*.json\" \"*.txt\" \"*.fp16.safetensors\"`")
+            f"`{hf_include_line(name, PIPELINE_FILES)}`")
 
 
 def find_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -> tuple[Path, bool]:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from scoreaudit.plugins.base import ScorerUnavailable
+from scoreaudit.plugins.probe_clip import CLIP_FILES
 from scoreaudit.registry import load_plugins, scorers
+from scoreaudit.runtime.generation import PIPELINE_FILES
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,9 @@ class FolderFiles:
     def fetch(self) -> list[str]:
         if self.ready or self.local:
             return []
-        return [f"hf download {self.repo} --include " + " ".join(f'"{p}"' for p in FOLDER_KINDS[self.kind].include)]
+        from scoreaudit.plugins.scorers.model_weights import hf_include_line
+
+        return [hf_include_line(self.repo, FOLDER_KINDS[self.kind].include)]
 
 
 def _state(needed) -> FileState:
@@ -185,13 +189,14 @@ def _folders(path: str, ir, base: Path) -> list[FolderFiles]:
     out = []
     for (kind, repo, rev), names in users.items():
         target = f"{path}:{','.join(dict.fromkeys(n for n, _ in names))}"
+        local = (base / repo).is_dir()  # both kinds look under the spec's folder first
         try:
-            folder, local = FOLDER_KINDS[kind].find(repo, rev, base, names[0])
+            folder = FOLDER_KINDS[kind].find(repo, rev, base, names[0])
         except _Missing:
             out.append(FolderFiles(target, repo, rev, kind, problem="missing (not in the Hugging Face cache, "
                                    "not a folder under the spec's folder)"))
         except ScorerUnavailable as e:  # an incomplete folder or snapshot: the message names the files
-            out.append(FolderFiles(target, repo, rev, kind, local=(base / repo).is_dir(), problem=str(e)))
+            out.append(FolderFiles(target, repo, rev, kind, local=local, problem=str(e)))
         else:
             out.append(FolderFiles(target, repo, rev, kind, local=local, path=str(folder)))
     return out
@@ -309,10 +314,10 @@ def download(reports: Sequence[ScorerFiles | FolderFiles], echo=print) -> list[F
     folders = {(r.kind, r.repo, r.revision): r for r in reports if isinstance(r, FolderFiles) and r.fetch()}
     total = len(pending) + len(folders)
     if total and hub_constants.HF_HUB_OFFLINE:  # hf_hub_download would refuse each file in turn
-        first = next((Fetched(f.repo, f.names[0]) for f in pending.values()), None) or \
-            Fetched(next(iter(folders.values())).repo, "")
-        first.error = _unreachable("HF_HUB_OFFLINE is set in this environment: unset it to download", total)
-        return [first]
+        first = [Fetched(f.repo, f.names[0]) for f in pending.values()] + \
+            [Fetched(r.repo, "") for r in folders.values()]
+        first[0].error = _unreachable("HF_HUB_OFFLINE is set in this environment: unset it to download", total)
+        return first[:1]
     for key, f in pending.items():
         result = Fetched(f.repo, f.names[0])
         for name in f.names:
@@ -356,20 +361,20 @@ class _Missing(Exception):
     """A model folder that is neither under the spec's folder nor in the Hugging Face cache."""
 
 
-def _find_pipeline(repo: str, revision: str | None, base: Path, user: tuple[str, str]) -> tuple[Path, bool]:
+def _find_pipeline(repo: str, revision: str | None, base: Path, user: tuple[str, str]) -> Path:
     from scoreaudit.runtime.generation import PipelineMissing, find_pipeline
 
     try:
-        return find_pipeline(user[0], {"pipeline": repo, "revision": revision}, base, kind=user[1])
+        return find_pipeline(user[0], {"pipeline": repo, "revision": revision}, base, kind=user[1])[0]
     except PipelineMissing:
         raise _Missing from None
 
 
-def _find_clip(repo: str, revision: str | None, base: Path, user: tuple[str, str]) -> tuple[Path, bool]:
+def _find_clip(repo: str, revision: str | None, base: Path, user: tuple[str, str]) -> Path:
     from scoreaudit.plugins.probe_clip import ClipMissing, locate_clip
 
     try:
-        return locate_clip(repo, base), (base / repo).is_dir()
+        return locate_clip(repo, base)
     except ClipMissing:
         raise _Missing from None
 
@@ -392,8 +397,6 @@ def _download_clip(repo: str, revision: str | None, cache_dir: str) -> str:
     """Config, tokenizer, image processor and safetensors weights (not the TF, Flax or .bin copies)."""
     from huggingface_hub import snapshot_download
 
-    from scoreaudit.plugins.probe_clip import CLIP_FILES
-
     return str(snapshot_download(repo, revision=revision, cache_dir=cache_dir, allow_patterns=list(CLIP_FILES)))
 
 
@@ -404,15 +407,15 @@ class FolderKind:
     label: str
     include: tuple[str, ...]  # the `hf download --include` patterns that fetch what loads
     fetching: str  # what the --download progress line says it fetches
-    find: Callable[[str, str | None, Path, tuple[str, str]], tuple[Path, bool]]  # (folder, local) or raises
+    find: Callable[[str, str | None, Path, tuple[str, str]], Path]  # the complete folder, or raises
     download: Callable[[str, str | None, str], str]  # (repo, revision, cache dir) -> the snapshot folder
 
 
 FOLDER_KINDS = {
-    "pipeline": FolderKind("diffusers pipeline", ("*.json", "*.txt", "*.fp16.safetensors"),
+    "pipeline": FolderKind("diffusers pipeline", PIPELINE_FILES,
                            "the configs, tokenizers and weights it loads (fp16 where the repo has them; several GB)",
                            _find_pipeline, _download_pipeline),
-    "clip_model": FolderKind("CLIP model (clip_attribute)", ("*.json", "*.txt", "*.safetensors"),
+    "clip_model": FolderKind("CLIP model (clip_attribute)", CLIP_FILES,
                              "its config, tokenizer, image processor and safetensors weights",
                              _find_clip, _download_clip),
 }

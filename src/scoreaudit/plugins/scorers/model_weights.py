@@ -40,6 +40,11 @@ class HubFile:
         return f"hf download {self.repo} {self.filename}"
 
 
+def hf_include_line(repo: str, patterns: Sequence[str]) -> str:
+    """`hf download REPO --include "P" ...`: only the files that load, not the whole repository."""
+    return f"hf download {repo} --include " + " ".join(f'"{p}"' for p in patterns)
+
+
 def hf_cache_dir() -> Path:
     """The hub cache huggingface_hub itself uses (same environment variables)."""
     if os.environ.get("HF_HUB_CACHE"):
