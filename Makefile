@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is behind them.
-.PHONY: demo test
+.PHONY: demo test lock
 
 demo:
 	@scripts/bootstrap.sh core
@@ -9,3 +9,7 @@ demo:
 test:
 	@scripts/bootstrap.sh test
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider --timeout=900
+
+# Refresh lock/*.txt (the exact versions demo and test install) after a dependency changes; commit it alone.
+lock:
+	@scripts/lock.sh
