@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv and install scoreaudit into it. Usage: scripts/bootstrap.sh [core|test]
+# Create .venv and install scoreaudit into it, every package at the version lock/main.txt pins
+# (refresh it with `make lock`). Usage: scripts/bootstrap.sh [core|test]
 #   core: the package with the PDF and demo extras (enough for `make demo`)
-#   test: also the test tools, the models extra (torch from this machine's local wheels), the lsp, ray and generate extras,
+#   test: also the test tools, the models extra (torch 2.14.1, lock/pins.in), the lsp, ray and generate extras,
 #         the official image-reward and hpsv2 packages in .venv-official/ (scripts/official_venvs.sh),
 #         and the Debian packages the report tests use (poppler-utils, chromium).
 set -euo pipefail
@@ -11,7 +12,10 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python - <<'PY' || { echo "the lock (lock/main.txt) is for CPython 3.11 on Linux x86_64; set PYTHON=python3.11, or install CPython 3.11 and run with PYTHON=python3.11" >&2; exit 3; }
+import platform, sys
+sys.exit(0 if sys.version_info[:2] == (3, 11) and sys.platform == "linux" and platform.machine() == "x86_64" else 1)
+PY
 
 need_apt=()
 dpkg -s libharfbuzz-subset0 >/dev/null 2>&1 || need_apt+=(libharfbuzz-subset0)
@@ -29,12 +33,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "$what" = test ]; then
-  # torch first, pinned to the wheels on this machine's disk (no CUDA download).
-  .venv/bin/pip install -q torch==2.14.1 torchvision==0.29.1
-  .venv/bin/pip install -q -e '.[pdf,demo,test,models,lsp,ray,generate]'
-  # The official image-reward and hpsv2 packages, each in its own small venv (older transformers),
-  # for the differential tests in tests/models.
+  .venv/bin/pip install -q -c lock/main.txt -e '.[pdf,demo,test,models,lsp,ray,generate]'
+  # The official image-reward and hpsv2 packages, each in its own venv (older transformers; its own
+  # lock), for the differential tests in tests/models.
   scripts/official_venvs.sh .venv
 else
-  .venv/bin/pip install -q -e '.[pdf,demo]'
+  .venv/bin/pip install -q -c lock/main.txt -e '.[pdf,demo]'
 fi

@@ -66,7 +66,7 @@ def test_scikit_image_is_only_an_extra():
 
 def test_make_demo_and_make_test_install_the_extras_they_need():
     boot = (ROOT / "scripts" / "bootstrap.sh").read_text(encoding="utf-8")
-    installs = re.findall(r"pip install -q -e '\.\[([a-z,]+)\]'", boot)
+    installs = re.findall(r"pip install -q -c lock/main.txt -e '\.\[([a-z,]+)\]'", boot)
     assert len(installs) == 2, installs
     test_extras, core_extras = (set(x.split(",")) for x in installs)
     assert {"demo", "test"} <= test_extras and "demo" in core_extras

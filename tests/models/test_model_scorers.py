@@ -21,6 +21,7 @@ pytest.importorskip("open_clip", reason="the models extra is not installed")
 pytest.importorskip("transformers", reason="the models extra is not installed")
 
 import tiny_models as tm  # noqa: E402
+from official import official_python  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from scoreaudit.plugins.base import ScorerUnavailable  # noqa: E402
@@ -230,25 +231,6 @@ def test_pickscore_matches_official(tiny, source):
     assert_close(s.score(ex, [prompt] * len(ex), []), ref)
     rs = resized_images()
     assert_resize_close(s.score(rs, [prompt] * len(rs), []), pickscore_official(rs, prompt))
-
-
-OFFICIAL_VENVS = Path(__file__).resolve().parents[2] / ".venv-official"
-
-
-def official_python(package: str) -> str:
-    """The interpreter of the venv scripts/official_venvs.sh builds for `package` (make test builds it)."""
-    import os
-
-    # next to the checkout, or next to the venv running the tests (scripts/official_venvs.sh puts
-    # .venv-official beside .venv: the same place in a fresh clone, a shared one in a worktree)
-    roots = [Path(os.environ["SCOREAUDIT_OFFICIAL_VENVS"])] if os.environ.get("SCOREAUDIT_OFFICIAL_VENVS") else [
-        OFFICIAL_VENVS, Path(sys.prefix).parent / ".venv-official"]
-    python = next((r / package / "bin" / "python" for r in roots if (r / package / "bin" / "python").is_file()),
-                  roots[0] / package / "bin" / "python")
-    if not python.is_file():
-        pytest.fail(f"{python} is missing: run `scripts/official_venvs.sh` (make test does) to install the "
-                    f"official {package} package in its own environment")
-    return str(python)
 
 
 def run_official(package: str, script: str, args: list[str], images, tmp_path) -> np.ndarray:
