@@ -22,7 +22,7 @@ from scoreaudit.stats import claims as _claims
 from scoreaudit.stats import dose as _dose
 from scoreaudit.stats.context import TABLES, StatContext
 from scoreaudit.stats.estimate import Estimate
-from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome
+from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome, wrong_side
 from scoreaudit.stats.sentences import cell_sentence as sentence
 from scoreaudit.stats.seeds import seed_robustness
 from scoreaudit.safeio import write_atomic
@@ -97,6 +97,11 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
             by_claim.setdefault(c["statistic"], []).append(c)
         else:
             c["outcome"] = number_outcome(c["_est"], cell.test, c["q"], ctx.alpha)
+            q = c["q"]
+            if (q is not None and q <= ctx.alpha and c["outcome"] != "supported" and c["undefined"] is None
+                    and wrong_side(c["estimate"], cell.test)):
+                c["detail"]["not_supported"] = ("q ≤ alpha, but the point estimate lies on the wrong side of the "
+                                                "claim's threshold: a cell is never supported against its own estimate")
     for name, group in by_claim.items():
         resolve = _claims.RESOLVERS.get(name)
         for c in group:

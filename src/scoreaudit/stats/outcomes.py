@@ -1,9 +1,10 @@
 """Hypothesis outcomes: a cell's p from its TestIR, q over the audit family, the outcome rule, a sentence.
 
-Rules (spec/methods.md): supported if q ≤ alpha; refuted if the (1 − 2·alpha) interval
-lies entirely at/below t (for >), at/above t (for <), or entirely outside the
-equivalence interval; otherwise inconclusive. Undefined estimates are
-inconclusive. Claim statistics (transfers, homogeneous) decide themselves in
+Rules (spec/methods.md): supported if q ≤ alpha and the point estimate lies on the
+claim's side of the threshold (inside the equivalence interval); refuted if the
+(1 − 2·alpha) interval lies entirely at/below t (for >), at/above t (for <), or
+entirely outside the equivalence interval; otherwise inconclusive. Undefined
+estimates are inconclusive. Claim statistics (transfers, homogeneous) decide themselves in
 `stats.claims` after q is known. Sentences: `stats.sentences` (one source).
 """
 
@@ -46,10 +47,27 @@ def adjust(p: list[float], correction: str, alpha: float) -> list[float]:
     return q.tolist()
 
 
+def wrong_side(estimate: float, test: TestIR) -> bool:
+    """Whether the point estimate itself contradicts the claim (at the threshold contradicts a strict claim).
+
+    A test and its estimate should never disagree; where they do (a test that drops what the
+    estimate counts, a discrete test at its edge), the estimate wins: no cell is supported
+    against its own estimate, whatever its p.
+    """
+    t = float(test.threshold) if test.threshold is not None else 0.0
+    if test.kind == "greater":
+        return not (estimate > t if test.strict else estimate >= t)
+    if test.kind == "less":
+        return not (estimate < t if test.strict else estimate <= t)
+    if test.kind == "equivalence":
+        return not float(test.low) < estimate < float(test.high)
+    return False
+
+
 def number_outcome(est: Estimate, test: TestIR, q: float, alpha: float) -> str:
     if est.undefined is not None or not math.isfinite(est.estimate):
         return "inconclusive"
-    if math.isfinite(q) and q <= alpha:
+    if math.isfinite(q) and q <= alpha and not wrong_side(est.estimate, test):
         return "supported"
     lo, hi = est.interval(1 - 2 * alpha)
     if not (math.isfinite(lo) and math.isfinite(hi)):

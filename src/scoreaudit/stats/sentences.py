@@ -111,5 +111,6 @@ def cell_sentence(cell: dict) -> str:
         return f"{where}, {scorer}'s {name} is undefined ({why}){_tail(cell)}: {outcome}."
     number = fmt.signed if signed(statistic) else fmt.num
     ci = fmt.ci(cell.get("ci_low"), cell.get("ci_high"))
+    guard = "; the estimate lies on the wrong side of the threshold" if detail.get("not_supported") else ""
     return (f"{where}, {scorer}'s {name} is {number(cell.get('estimate'))} {ci} "
-            f"({_level(cell.get('ci_level'))}){_pq(cell)}{_tail(cell)}: {outcome}.")
+            f"({_level(cell.get('ci_level'))}){_pq(cell)}{guard}{_tail(cell)}: {outcome}.")
