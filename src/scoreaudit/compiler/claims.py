@@ -82,12 +82,13 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
     if sink.error_count() > before or any(x is None for x in lows) or test is None:
         return None
     la, lb = lows
-    if comp.kind == "ratio" and test.kind in ("greater", "less") and test.threshold == 0:
-        # null values of the forms: difference 0, ratio 1 (a claim against 0 is E0424's mistake for ratios)
+    if comp.kind == "ratio" and test.kind == "greater" and test.threshold == 0:
+        # null values of the forms: difference 0, ratio 1 (a claim against 0 is E0424's mistake for ratios);
+        # `ratio(a, b) < 0` is allowed: a pre-registered reversal (the readings have opposite signs)
         sink.emit("E0426", claim.expr.right, f"`ratio(...)` has null value 1, so `{text(claim.expr)}` tests it "
-                  "against 0, which only says whether the two readings share a sign",
-                  f"compare with 1, e.g. `{text(claim.expr.left)} {claim.expr.op} 1`, or bound its size with "
-                  "`abs(...) <`")
+                  "against 0, which only says that the two readings share a sign",
+                  f"compare with 1, e.g. `{text(claim.expr.left)} {claim.expr.op} 1`, bound its size with "
+                  "`abs(...) <`, or claim a reversal (opposite signs) with `< 0`")
         return None
     on_probe = [low.entry.meta.get("scope") == "probe" for low in lows]
     if any(on_probe):  # probe readings (compiler/probes.py): clusters are the probes' prompts, not an arm's

@@ -256,9 +256,10 @@ CATALOGUE: tuple[Code, ...] = (
          "trivially true or meaningless for a statistic whose null value is not 0 (e.g. an accuracy is never "
          "below 0).", "Compare with the statistic's null value (`pairwise_accuracy() > 0.5`), or use "
          "`within [a, b]`.", 'hypothesis W1 "t" {\n  pairwise_accuracy() > 0 on wide for each scorer\n}\n'),
-    Code("E0426", "ratio compared with 0", "A `ratio(a, b)` has null value 1 (the two readings are equal), so "
-         "`ratio(a, b) > 0` or `< 0` tests it against the wrong value: above 0 only says the two readings share a "
-         "sign, which is not what a comparison of sizes claims.",
+    Code("E0426", "ratio claimed above 0", "A `ratio(a, b)` has null value 1 (the two readings are equal), so "
+         "`ratio(a, b) > 0` tests it against the wrong value: above 0 only says the two readings share a "
+         "sign, which is not what a comparison of sizes claims. (`ratio(a, b) < 0` is allowed: it claims a "
+         "reversal, the two readings having opposite signs.)",
          "Compare with 1 (`ratio(a, b) > 1`: a exceeds b), bound its size (`abs(ratio(a, b)) < 0.5`), or, to "
          "claim both readings have one sign, test each reading (`θ > 0` on both).",
          'hypothesis S1 "t" {\n  ratio(fidelity_index(light) for pick, fidelity_index(light) for laion) > 0 on real\n}\n'),

@@ -197,7 +197,9 @@ claim line, so `for each scorer` (or no `for`) expands what is left
 unqualified and `on a, b` each arm; a reading without an arm from either is
 E0462. The two readings of a `difference` must be in the same units (E0463);
 a `ratio` of effects that can be negative tested with `<` warns (W0462): write
-`abs(ratio(...)) < t` to compare sizes. Both sides the same reading is E0464;
+`abs(ratio(...)) < t` to compare sizes. `ratio(a, b) < 0` is a pre-registered
+reversal (the readings have opposite signs, e.g. an effect that reverses from
+synthetic to real images); `ratio(a, b) > 0` is E0426. Both sides the same reading is E0464;
 `where` names a column of the arm and a value it holds, checked against the
 manifest when it exists at check time (E0465, E0466), else at run time.
 Cell ids name both scorers or arms when they differ: `S1/hps:laion/real`,
