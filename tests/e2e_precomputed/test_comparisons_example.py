@@ -55,11 +55,12 @@ def test_planted_truths_come_out(example):
         c = cs[f"S2/{s}/real:synthetic"]
         assert c["outcome"] == "supported" and c["detail"]["paired"] is False
         assert c["ci_low"] < 0.22 and c["ci_high"] > 0.15
-    s3 = cs["S3/hps/wide:orig"]  # two arms over the same pairs: paired, McNemar
-    assert s3["detail"]["paired"] and s3["detail"]["test"] == "McNemar exact"
+    s3 = cs["S3/hps/wide:orig"]  # two arms over the same pairs: paired, the sign-flip test of credit differences
+    assert s3["detail"]["paired"] and s3["detail"]["test"].startswith("sign-flip")
+    assert s3["method"] == s3["detail"]["test"]
     assert s3["ci_low"] < -0.2 < s3["ci_high"] and s3["outcome"] == "supported"
     s4 = cs["S4/ir:laion/orig"]  # the second reading, left open, expands over `for laion, hps`
-    assert s4["detail"]["test"] == "McNemar exact" and s4["ci_low"] < 0.2 < s4["ci_high"]
+    assert s4["detail"]["test"].startswith("sign-flip") and s4["ci_low"] < 0.2 < s4["ci_high"]
     assert cs["S4/ir:hps/orig"]["ci_low"] < 0.05 < cs["S4/ir:hps/orig"]["ci_high"]
     for s in ("laion", "ir"):  # planted confound share 0.6 (in the population the data are drawn from)
         c = cs[f"S6/{s}/synthetic"]
@@ -231,6 +232,6 @@ def test_a_new_user_compares_cached_per_prompt_scores_of_one_pairs_file(tmp_path
     results = run(spec, tmp_path / "out")
     cs = cells(results)
     s3 = cs["S3/hps_dp:hps_op/wide"]
-    assert s3["detail"]["test"] == "McNemar exact" and s3["detail"]["mcnemar"]["a_only"] == 0
+    assert s3["detail"]["test"].startswith("sign-flip") and s3["detail"]["signflip"]["a_better"] == 0
     assert s3["outcome"] == "supported" and s3["estimate"] < -0.15
     assert cs["S4/ir_op:hps_op/wide"]["detail"]["paired"]

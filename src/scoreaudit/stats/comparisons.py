@@ -10,13 +10,16 @@ replicates line up with its partner's:
   one shared matrix (the arm's own when both are on one arm; one drawn for the
   pair of arms otherwise); readings on disjoint clusters keep their own,
   independent matrices.
-- Tests: a difference of pairwise accuracies on the same pairs uses McNemar's
-  exact test on the discordant pairs (pairs tied under either scorer left
-  out); a difference of cluster-mean contrasts over the same clusters uses the
-  paired t-test on per-cluster differences under `scale: raw`, the bootstrap
-  under `scale: sd` (the SD is estimated); anything else inverts the
-  bootstrap of the difference or ratio. McNemar and the paired t test the
-  null value 0; other thresholds use the bootstrap.
+- Tests (one method per cell: the interval inverts the same test as the p):
+  a difference of pairwise accuracies on the same pairs is the sign-flip test
+  of the per-pair credit differences (1 right, ½ tied, 0 wrong: the
+  estimate's credit), summed per cluster, with the interval that inverts it
+  (stats/signflip.py; McNemar's exact test when nothing is tied); a
+  difference of cluster-mean contrasts over the same clusters uses the paired
+  t-test and t interval of the per-cluster differences under `scale: raw`,
+  the bootstrap under `scale: sd` (the SD is estimated); anything else
+  inverts the bootstrap of the difference or ratio. Both analytic tests serve
+  any threshold.
 - A ratio is undefined when its denominator's (1 − alpha) CI includes 0.
 
 Choices (also in spec/methods-choices.md):
@@ -35,7 +38,7 @@ Choices (also in spec/methods-choices.md):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -71,17 +74,21 @@ def _matches(col: pd.Series, value: str) -> np.ndarray:
 
 def reading_view(ctx: StatContext, r: ReadingIR) -> ArmData:
     """The reading's arm, restricted by its `where` conditions (a sub-arm with its own bootstrap)."""
-    a = ctx.arm(r.arm)
-    if not r.where:
+    return restrict(ctx, ctx.arm(r.arm), r.where)
+
+
+def restrict(ctx: StatContext, a: ArmData, where) -> ArmData:
+    """`a` restricted to the images whose columns hold the `where` values (all of them); `a` itself without any."""
+    if not where:
         return a
     mask = np.ones(a.n_images, dtype=bool)
-    for col, value in r.where:
+    for col, value in where:
         if col not in a.images.columns:
             raise StatError(f"arm {a.name!r} has no column {col!r} (where {col} = {value!r})")
         mask &= _matches(a.images[col], value)
     if not mask.any():
-        raise StatError(f"no image of arm {a.name!r} has {' and '.join(f'{c} = {v!r}' for c, v in r.where)}")
-    return a.subset(",".join(f"{c}={v}" for c, v in r.where), mask)
+        raise StatError(f"no image of arm {a.name!r} has {' and '.join(f'{c} = {v!r}' for c, v in where)}")
+    return a.subset(",".join(f"{c}={v}" for c, v in where), mask)
 
 
 def _with_counts(ctx: StatContext, view: ArmData, W: np.ndarray, tag: str,
@@ -160,6 +167,7 @@ class Read:
     boot: np.ndarray
     units: pd.Series | None = None  # per pair (pairs stats) or per cluster (mean contrasts), by label
     kind: str = "other"  # "pairs" | "clusters" | "other"
+    clusters: pd.Series | None = None  # pairs stats: each pair's cluster label (the pair's own without one)
 
 
 def pair_table(ctx: StatContext, view: ArmData, scorer: str) -> pd.DataFrame:
@@ -213,7 +221,8 @@ def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
         if name == "pairwise_accuracy":
             d = t["preferred"] - t["other"]
             v = np.where(d > 0, 1.0, np.where(d < 0, 0.0, np.where(d == 0, 0.5, np.nan)))
-            return Read(est, _boot_of_units(view, v, cidx), pd.Series(v, index=t.index), "pairs")
+            return Read(est, _boot_of_units(view, v, cidx), pd.Series(v, index=t.index), "pairs",
+                        pd.Series(view.clusters[cidx].astype(str), index=t.index))
         sd = float(est.detail.get("sd", 1.0)) or 1.0
         raw = (t["preferred"] - t["other"]).to_numpy(float)
         boot = _boot_of_units(view, raw, cidx)
@@ -239,17 +248,64 @@ def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
 # ---------------------------------------------------------------- difference and ratio
 
 
-def mcnemar(a: pd.Series, b: pd.Series) -> dict:
-    """McNemar's exact test on pairs judged by both readings (ties under either scorer left out)."""
-    from scipy import stats
+@dataclass(frozen=True)
+class SignFlipEstimate(Estimate):
+    """A paired difference of accuracies: p and interval from one sign-flip design (stats/signflip.py)."""
 
-    both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
-    both = both[(both["a"] != 0.5) & (both["b"] != 0.5)]
-    n01 = int(((both["a"] == 1) & (both["b"] == 0)).sum())  # a right, b wrong
-    n10 = int(((both["a"] == 0) & (both["b"] == 1)).sum())
-    n = n01 + n10
-    two = float(min(1.0, 2 * stats.binom.cdf(min(n01, n10), n, 0.5))) if n else 1.0
-    return {"a_only": n01, "b_only": n10, "n_pairs": int(len(both)), "p_two_sided": two}
+    design: object = field(default=None, compare=False, repr=False)  # the SignFlip
+
+    @property
+    def family(self) -> str:
+        return "sign-flip"
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        if self.undefined is not None:
+            return (float("nan"), float("nan"))
+        return self.design.interval(level)
+
+
+def credit_differences(A: Read, B: Read) -> pd.DataFrame:
+    """Per pair judged by both readings: d = credit_a − credit_b (1 right, ½ tied, 0 wrong) and its cluster."""
+    both = pd.concat([A.units.rename("a"), B.units.rename("b"), A.clusters.rename("cluster")], axis=1,
+                     join="inner").dropna(subset=["a", "b"])
+    return both.assign(d=both["a"] - both["b"])
+
+
+def accuracy_difference(ctx: StatContext, A: Read, B: Read, det: dict, seed_labels: tuple[str, ...]) -> Estimate:
+    """difference(pairwise_accuracy, pairwise_accuracy) on the same pairs: the sign-flip test of the credit
+    differences' cluster sums, its inverted interval, and their mean as the estimate (one quantity: a tied
+    pair is half right in all three)."""
+    from scoreaudit.stats.signflip import signflip
+
+    t = credit_differences(A, B)
+    if len(t) == 0:
+        return Estimate(float("nan"), "fixed", detail=det, undefined="no pair is judged by both readings")
+    g = t.groupby("cluster", sort=True)["d"]
+    D, n = g.sum().to_numpy(float), g.size().to_numpy(float)
+    sf = signflip(D, n, arm_rng(ctx.seed, "signflip", *seed_labels))
+    d = t["d"].to_numpy(float)
+    det.update({"test": sf.name, "signflip": {
+        "a_better": int((d > 0).sum()), "b_better": int((d < 0).sum()), "equal": int((d == 0).sum()),
+        "ties_a": int((t["a"] == 0.5).sum()), "ties_b": int((t["b"] == 0.5).sum()), "n_pairs": int(len(t)),
+        "n_clusters": sf.n_clusters, "informative_clusters": sf.n_informative, "exact": sf.exact,
+        "flips": sf.k, "smallest_p": sf.smallest_p(),
+        "p_two_sided": min(1.0, 2 * min(sf.p_greater(0.0), sf.p_less(0.0)))}})
+
+    def p_fn(thr, side, sf=sf):
+        return sf.p_greater(thr) if side == "greater" else sf.p_less(thr)
+
+    return SignFlipEstimate(sf.estimate, "fixed", p_fn=p_fn, detail=det, test=sf.name, design=sf)
+
+
+def paired_t(diffs: np.ndarray, det: dict) -> Estimate:
+    """A difference of cluster-mean contrasts over the same clusters: t test *and* t interval of the
+    per-cluster differences (one family, so support and refutation read the same numbers)."""
+    d = diffs[np.isfinite(diffs)]
+    det.update({"test": "paired t", "n_units": int(len(d))})
+    if len(d) < 2:
+        return Estimate(float("nan"), "fixed", detail=det, undefined="fewer than two clusters hold both readings")
+    return Estimate(float(d.mean()), "ttest", contrasts=d, detail={**det, "n_clusters": int(len(d))},
+                    test="paired t over clusters")
 
 
 def _compare(kind: str):
@@ -283,35 +339,11 @@ def _compare(kind: str):
         est = ea - eb
         if pairing.paired and A.kind == B.kind == "pairs" and ra.statistic.name == rb.statistic.name \
                 == "pairwise_accuracy":
-            m = mcnemar(A.units, B.units)
-            det["test"] = "McNemar exact"
-            det["mcnemar"] = m
-
-            def p_fn(t, side, m=m):
-                if t != 0:
-                    return None
-                from scipy import stats
-
-                k, n = (m["a_only"], m["a_only"] + m["b_only"]) if side == "greater" else \
-                    (m["b_only"], m["a_only"] + m["b_only"])
-                return float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue) if n else 1.0
-
-            return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, detail=det)
+            return accuracy_difference(ctx, A, B, det, tuple(sorted({ra.arm, rb.arm})))
         same_units = A.units is not None and B.units is not None and A.kind == B.kind \
             and set(A.units.index) == set(B.units.index)
         if pairing.paired and same_units and ctx.settings.scale == "raw" and A.kind == "clusters":
-            diffs = (A.units - B.units.reindex(A.units.index)).to_numpy(float)
-            det["test"] = "paired t"
-            det["n_units"] = int(np.isfinite(diffs).sum())
-
-            def p_fn(t, side, d=diffs[np.isfinite(diffs)]):
-                from scipy import stats
-
-                if len(d) < 2:
-                    return float("nan")
-                return float(stats.ttest_1samp(d, t, alternative=side).pvalue)
-
-            return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, detail=det)
+            return paired_t((A.units - B.units.reindex(A.units.index)).to_numpy(float), det)
         det["test"] = "bootstrap"
         return Estimate(est, "bootstrap", boot=boot, detail=det)
 

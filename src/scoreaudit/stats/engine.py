@@ -64,10 +64,25 @@ def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
             "inner": call.inner.name if call.inner is not None else None,
             "claim_text": cell.test.text, "test": cell.test.model_dump(mode="json"),
             "estimate": est.estimate, "ci_low": lo, "ci_high": hi, "ci_level": level,
-            "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.method,
+            "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.test_name,
             "se": est.se, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
-            "qualifier": None, "interval": est.family,
+            "qualifier": None, "interval": est.family, "where": [list(w) for w in cell.where],
             "detail": dict(est.detail), "_est": est}
+
+
+def cell_estimate(ctx: StatContext, cell: CellIR, arm=None) -> Estimate:
+    """The cell's statistic on its arm (or `arm`, e.g. one seed's sub-arm), restricted to its stratum if it has one."""
+    arm = cell.arm if arm is None else arm
+    if not cell.where:
+        return ctx.evaluate(cell.statistic, arm, cell.scorer)
+    from scoreaudit.stats.comparisons import restrict
+    from scoreaudit.stats.context import StatError
+
+    try:
+        view = restrict(ctx, ctx.arm(arm), cell.where)
+    except StatError as e:
+        return Estimate(float("nan"), "fixed", undefined=str(e))
+    return ctx.evaluate(cell.statistic, view, cell.scorer)
 
 
 def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False) -> list[dict]:
@@ -75,7 +90,7 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
     bar = _progress(progress, len(cells), "statistics: cells")
     out = []
     for cell in cells:
-        est = ctx.evaluate(cell.statistic, cell.arm, cell.scorer)
+        est = cell_estimate(ctx, cell)
         out.append(_cell_dict(cell, est, ctx.alpha))
         if bar is not None:
             bar.advance(1, cell.id)
@@ -141,6 +156,30 @@ def scale_warnings(ctx: StatContext, cells: list[dict]) -> list[dict]:
                         "message": f"arm {name} has {n} clusters: below {SD_MIN_CLUSTERS} the intervals of statistics "
                                    "in SD units are not vouched for by the calibration grid (spec/methods.md); "
                                    "read its SD-unit verdicts with care, or use `scale: raw`"})
+    return out
+
+
+#: Above this share of clusters with tied rankings a ranking cell warns (W0422; spec/methods.md, ties).
+TIE_SHARE_WARN = 0.20
+
+
+def tie_warnings(cells: list[dict]) -> list[dict]:
+    """W0422 for every cell whose ranking has ties in more than TIE_SHARE_WARN of its clusters.
+
+    The estimators resolve ties by their expected value over random tie orders
+    and record `tie_share` in the cell's detail; this one check reads it for
+    every ranking statistic alike.
+    """
+    out = []
+    for c in cells:
+        share = (c.get("detail") or {}).get("tie_share")
+        if share is None or not share > TIE_SHARE_WARN:
+            continue
+        out.append({"code": "W0422", "arm": c.get("arm"), "cell": c["id"], "tie_share": float(share),
+                    "message": f"cell {c['id']} ({c['statistic']} on {c.get('arm')} for {c.get('scorer')}): "
+                               f"{100 * share:.0f}% of its clusters have tied ranks; each tie counts at its "
+                               "expected value over random tie orders, so the estimate does not depend on "
+                               "file names, but read it as a rate on coarse scores"})
     return out
 
 
@@ -298,7 +337,7 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
     if cr:
         derived["contrasts"] = rows_table(cr)
     res = {"cells": cells, "hypotheses": hyps, "verdicts": verd, "validations": vals, "sections": secs,
-           "warnings": scale_warnings(ctx, cells)}
+           "warnings": scale_warnings(ctx, cells) + tie_warnings(cells)}
     return res, derived, ctx
 
 

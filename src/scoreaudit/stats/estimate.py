@@ -86,6 +86,21 @@ class Estimate:
     p_fn: Callable[[float, str], float] | None = field(default=None, compare=False, repr=False)
     jack: np.ndarray | None = None  # leave-one-cluster-out estimates (BCa acceleration)
     ci: CI = "bca"  # interval family of bootstrap intervals (the audit's `ci` setting)
+    test: str | None = None  # the test's name as cells and reports print it (`method`); None: from `method`
+
+    @property
+    def test_name(self) -> str:
+        """What the cell's p and interval come from, in words (results.json and the report print it)."""
+        if self.test:
+            return self.test
+        fam = self.family
+        if self.method == "ttest":
+            return "t over clusters" if fam == "t" else "t"
+        if self.method == "bootstrap":
+            return f"cluster bootstrap ({fam} inversion)"
+        if self.method == "normal":
+            return "t (cluster-robust SE)" if self.df else "normal (Wald)"
+        return {"wilcoxon": "Wilcoxon signed-rank", "fixed": "own test"}.get(self.method, str(self.method))
 
     def with_ci(self, ci: str) -> "Estimate":
         from dataclasses import replace

@@ -125,7 +125,7 @@ def _comparison_entry(ctx, c: dict, anchors: dict) -> dict:
             "sentence": labelled(cell_sentence(c), c, ctx), "charts": charts_out, "caption": caption,
             "pairing": d.get("pairing"),
             "test": d.get("test"), "level": level, "claim": c.get("claim_text"),
-            "mcnemar": d.get("mcnemar")}
+            "signflip": d.get("signflip")}
 
 
 def _singular(unit: str) -> str:
