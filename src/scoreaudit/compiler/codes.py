@@ -215,6 +215,13 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0466", "`where` value never occurs", "No row of the arm's manifest has that value in the column, so the "
          "reading would be empty (checked when the manifest exists at check time).",
          "Use a value the column holds (the help lists them)."),
+    Code("E0476", "`where` on a statistic that reads no single arm", "A claim about one stratum "
+         "(`θ where COLUMN = VALUE > t`) selects rows of the arm the statistic is computed on; a cross-arm statistic "
+         "(`transfers`) or a probe's statistic has no such rows.",
+         "Put `where` on a statistic computed on one arm, or compare strata with "
+         "`difference(θ where c = a, θ where c = b)`.",
+         'probe up = reno(pick, pipeline: "sd", prompts: "prompts.txt", iterations: 2, seeds: 0..1, '
+         'measures: [ita])\nhypothesis S1 "t" {\n  probe_drift(up, measure: ita) where race = "Black" > 0\n}\n'),
     Code("E0467", "share of something other than a decomposition", "`share(..., part:)` takes a `decompose(...)`.",
          "Write `share(decompose(group_gap(...), via: attribute_effect(...)), part: confound)`.",
          'hypothesis S6 "t" {\n  share(fidelity_index(light), part: confound) > 0.5 on synthetic for each scorer\n}\n'),
@@ -437,6 +444,12 @@ CATALOGUE: tuple[Code, ...] = (
        "for (spec/methods.md, measured calibration). Reported by `check` when the arm's manifest is readable "
        "at check time, and written to results.json `warnings` by `run`.",
        "Add clusters, read the SD-unit verdicts with care, or use `scale: raw`."),
+    _r("W0422", "many tied rankings", "More than 20% of a ranking cell's clusters (`recall_best`, "
+       "`filter_worst`, `mean_rank`, `rank_spread`) have tied scores or tied human ranks. Ties count at their "
+       "expected value over random tie orders (never by file name or row order), so the estimate is "
+       "reproducible, but on coarse scores (e.g. in quarters) it is a rate over tie orders, not one ranking. "
+       "Written to results.json `warnings` by `run`; the share is the cell's `tie_share`.",
+       "Score at a finer resolution if the scorer allows it, or report the tie share with the estimate."),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),

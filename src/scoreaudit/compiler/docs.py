@@ -207,6 +207,15 @@ Cell ids name both scorers or arms when they differ: `S1/hps:laion/real`,
 over the same manifest ids, the same pairs) are paired and share one bootstrap;
 disjoint ones are resampled independently (spec/methods.md: Comparisons).
 
+A claim about one stratum puts `where` on the statistic itself:
+`fidelity_index(light) where race = "Black" > 0 on real` (also inside
+`abs(...)` and with several `where`). The cell is the statistic on the arm's
+images of that stratum, with their own clusters and bootstrap, and its id ends
+in the condition (`H1/laion/real@race=Black`); the column and value are
+checked like a reading's (E0465, E0466), an empty stratum is undefined, and a
+statistic that reads no single arm (a probe's, `transfers`) takes no `where`
+(E0476).
+
 `decompose(group_gap(s, a, b), via: attribute_effect(o, measure: m))` and
 `share(decompose(...), part: attribute | confound)` split an observed gap
 between groups into what the attribute explains and the rest (E0467,

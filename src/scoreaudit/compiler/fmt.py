@@ -104,6 +104,8 @@ def fmt_stat(s) -> str:
         return f"abs({fmt_stat(s.call)})"
     if isinstance(s, ast.Comparison):
         return fmt_comparison(s)
+    if isinstance(s, ast.Reading):
+        return fmt_reading(s)
     return fmt_call(s)
 
 

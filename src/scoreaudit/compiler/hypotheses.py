@@ -341,11 +341,19 @@ def axis_of(low: Lowered, st) -> Optional[tuple[str, str]]:
 # ---------------------------------------------------------------- claims
 
 
+def _stratum(expr: Any) -> Optional[ast.Reading]:
+    """The `where` reading of a claim about one stratum (`θ where race = "Black" > 0`), else None."""
+    left = getattr(expr, "left", None)
+    inner = left.call if isinstance(left, ast.Abs) else left
+    return inner if isinstance(inner, ast.Reading) else None
+
+
 def _stat_call(expr: Any) -> ast.Call:
     if isinstance(expr, ast.Bare):
         return expr.call
     left = expr.left
-    return left.call if isinstance(left, ast.Abs) else left
+    inner = left.call if isinstance(left, ast.Abs) else left
+    return inner.call if isinstance(inner, ast.Reading) else inner
 
 
 def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> Optional[list[ir.CellIR]]:
@@ -361,6 +369,12 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
                   "never supported: a non-significant test is absence of evidence, not evidence of homogeneity",
                   f"add an equivalence margin in the statistic's units, e.g. `{text(low.bound.call)[:-1]}, margin: 0.1)`")
     scope = low.entry.meta.get("scope", "arm") if low is not None else "arm"
+    stratum = _stratum(claim.expr)
+    if stratum is not None and scope != "arm":
+        sink.emit("E0476", stratum.where[0], f"`{low.name}` reads no single arm, so `where` has no rows to select",
+                  "put `where` on a statistic computed on one arm, e.g. `fidelity_index(light) where race = \"Black\""
+                  " > 0 on real`")
+        return None
     if scope == "probe":  # a probe's statistic: its own scorer, no arm (compiler/probes.py)
         from scoreaudit.compiler.probes import lower_probe_claim
 
@@ -417,6 +431,10 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
     else:
         for a, node in arm_nodes.items():
             check_needs(low, a, node, st)
+            if stratum is not None:
+                from scoreaudit.compiler.comparisons import check_where
+
+                check_where(stratum, a, st)
             for s in scorers:
                 if s in st.scorers and a in st.arms:  # an arm with errors is not in st.arms
                     check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
@@ -428,11 +446,17 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
     prefix = f"{h.name.name}.{k + 1}" if multi else h.name.name
     cells = []
     groups = [(None, tuple(arm_nodes))] if scope == "cross_arm" else [(a, (a,)) for a in arm_nodes]
+    rows = ()
+    if stratum is not None:
+        from scoreaudit.compiler.comparisons import _where_value
+
+        rows = tuple((w.column.name, _where_value(w.value)) for w in stratum.where)
+    suffix = "".join(f"@{c}={v}" for c, v in rows)
     for s in scorers:
         for arm, arms in groups:
             where = arm if arm is not None else "->".join(arms)
-            cells.append(ir.CellIR(id=f"{prefix}/{s}/{where}", hypothesis=h.name.name, claim=k, scorer=s,
-                                   arm=arm, arms=arms, statistic=low.ir, test=test, axis=axis))
+            cells.append(ir.CellIR(id=f"{prefix}/{s}/{where}{suffix}", hypothesis=h.name.name, claim=k, scorer=s,
+                                   arm=arm, arms=arms, statistic=low.ir, test=test, axis=axis, where=rows))
     return cells
 
 

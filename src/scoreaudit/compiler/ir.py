@@ -215,6 +215,16 @@ class CellIR(Frozen):
     statistic: StatCallIR
     test: TestIR
     axis: Optional[tuple[str, str]] = None  # (measure, operator) when the cell is about an attribute axis
+    # a claim about one stratum (`θ where race = "Black" > 0`): the arm restricted as a reading's `where` is
+    where: tuple[tuple[str, str], ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_where(self, handler):
+        """A cell without `where` serialises as before strata claims existed (same IR JSON and fingerprints)."""
+        out = handler(self)
+        if isinstance(out, dict) and not self.where:
+            out.pop("where", None)
+        return out
 
     def parts(self) -> list[tuple[str, str, "StatCallIR"]]:
         """(arm, scorer, statistic) of everything the cell reads: each reading of a comparison, else each arm."""

@@ -307,11 +307,11 @@ class Comparison:
 class Abs:
     """`abs(statistic(...))` or `abs(ratio(...))`."""
 
-    call: "Call | Comparison"
+    call: "Call | Reading | Comparison"
     span: Span = _span_field()
 
 
-StatExpr = Union[Call, Abs, Comparison]
+StatExpr = Union[Call, Reading, Abs, Comparison]  # Reading: a stratum claim (`where` only)
 
 
 @dataclass(frozen=True)

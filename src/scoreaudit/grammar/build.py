@@ -305,6 +305,11 @@ class Builder:
         last = c[-1][1] if len(c) > 1 else c[0]
         return self._level(ast.Reading(c[0], tuple(arms), tuple(scorers), tuple(where), _span(c[0], last)))
 
+    def stratum(self, c):
+        """A statistic restricted by `where`: a reading with no arm or scorer of its own."""
+        where = tuple(node for _, node in c[1:])
+        return self._level(ast.Reading(c[0], (), (), where, _span(c[0], c[-1][1])))
+
     def reading_on(self, c):
         return "on", _ident(c[1])
 

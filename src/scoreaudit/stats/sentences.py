@@ -34,7 +34,8 @@ def signed(statistic: str) -> bool:
 
 def _where(cell: dict) -> str:
     if cell.get("arm"):
-        return f"On {cell['arm']}"
+        stratum = " and ".join(f"{c} = {v}" for c, v in cell.get("where") or ())
+        return f"On {cell['arm']}" + (f" where {stratum}" if stratum else "")
     arms = cell.get("arms") or []
     if len(arms) == 2:
         return f"From {arms[0]} to {arms[1]}"
