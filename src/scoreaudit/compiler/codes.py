@@ -450,6 +450,12 @@ CATALOGUE: tuple[Code, ...] = (
        "reproducible, but on coarse scores (e.g. in quarters) it is a rate over tie orders, not one ranking. "
        "Written to results.json `warnings` by `run`; the share is the cell's `tie_share`.",
        "Score at a finer resolution if the scorer allows it, or report the tie share with the estimate."),
+    _r("W0422", "many tied rankings", "More than 20% of a ranking cell's clusters (`recall_best`, "
+       "`filter_worst`, `mean_rank`, `rank_spread`) have tied scores or tied human ranks. Ties count at their "
+       "expected value over random tie orders (never by file name or row order), so the estimate is "
+       "reproducible, but on coarse scores (e.g. in quarters) it is a rate over tie orders, not one ranking. "
+       "Written to results.json `warnings` by `run`; the share is the cell's `tie_share`.",
+       "Score at a finer resolution if the scorer allows it, or report the tie share with the estimate."),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),

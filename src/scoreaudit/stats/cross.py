@@ -191,19 +191,38 @@ def group_gap(df: pd.DataFrame, factor: str, a: str, b: str, model_factors: Sequ
 
 
 def mean_ranks(df: pd.DataFrame, factor: str, cluster: str) -> tuple[dict[str, float], pd.DataFrame]:
-    """Average within-cluster rank (1 = highest score) of each level, and the per-cluster table."""
+    """Average within-cluster rank (1 = highest score) of each level, and the per-cluster table.
+
+    Tied scores get their average rank: the expected rank over uniformly
+    random orders of the tied images, so no id or row order enters.
+    """
     r = df.assign(rank=df.groupby(cluster)["score"].rank(ascending=False, method="average"))
     per = r.groupby([cluster, factor])["rank"].mean().unstack(factor)
     return per.mean(axis=0).to_dict(), per
 
 
+def rankable(df: pd.DataFrame, cluster: str) -> tuple[pd.DataFrame, dict]:
+    """The clusters a within-cluster ranking can use (two or more scored images), and a detail naming
+    the others: a cluster of one image ranks it first whatever it scores, which carries no information."""
+    size = df.groupby(cluster)["score"].transform("size")
+    single = sorted(df.loc[size < 2, cluster].astype(str).unique())
+    kept = df[size >= 2]
+    tied = kept.groupby(cluster)["score"].agg(lambda x: x.duplicated().any())
+    det = {"n_dropped": len(single), "dropped": single[:50],
+           "dropped_reason": "a cluster with a single scored image has no ranking",
+           "tie_share": float(tied.mean()) if len(tied) else 0.0}
+    return kept, det
+
+
 def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, order: Sequence[str]) -> Estimate:
     from scipy import stats
 
+    df, kept = rankable(df, cluster)
     size = df.groupby(cluster).size()
+    if len(size) < 2:
+        return Estimate(float("nan"), "fixed", detail=kept,
+                        undefined=f"fewer than two clusters with two or more scored images to rank ({len(size)})")
     denom = float(size.mean() - 1)
-    if denom <= 0:
-        return Estimate(float("nan"), "fixed", undefined="clusters need at least two images to rank")
 
     def stat(sub):
         m, _ = mean_ranks(sub, factor, cluster)
@@ -228,17 +247,23 @@ def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, orde
 
     return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn,
                     detail={"mean_ranks": means, "friedman_p": p, "friedman_statistic": chi2,
-                            "n_clusters": int(len(complete))})
+                            "n_clusters": int(len(complete)), **kept})
 
 
 def mean_rank(df: pd.DataFrame, factor: str, level: str, cluster: str, W: np.ndarray,
               order: Sequence[str]) -> Estimate:
-    means, _ = mean_ranks(df, factor, cluster)
+    df, kept = rankable(df, cluster)
+    n = int(df[cluster].nunique())
+    if n < 2:
+        return Estimate(float("nan"), "fixed", detail=kept,
+                        undefined=f"fewer than two clusters with two or more scored images to rank ({n})")
+    means, per = mean_ranks(df, factor, cluster)
     if level not in means:
         return Estimate(float("nan"), "fixed", undefined=f"level {level!r} of {factor!r} not in the data")
     boot = _bootstrap(lambda s: mean_ranks(s, factor, cluster)[0].get(level, np.nan), df,
                       cluster_positions(df[cluster].astype(str), order), W, cluster)
-    return Estimate(float(means[level]), "bootstrap", boot=boot, detail={"mean_ranks": means})
+    return Estimate(float(means[level]), "bootstrap", boot=boot,
+                    detail={"mean_ranks": means, "clusters_ranked": int(per[level].notna().sum()), **kept})
 
 
 # ---------------------------------------------------------------- agreement
@@ -358,26 +383,96 @@ def mean_gap(preferred: np.ndarray, other: np.ndarray, sd: float) -> Estimate:
 # ---------------------------------------------------------------- ranked sets
 
 
-def ranked_recall(df: pd.DataFrame, rank_col: str, cluster: str, k: int, worst: bool) -> Estimate:
-    """Share of clusters whose human-best (or worst) image is in the scorer's top (bottom) k."""
+def top_k_credit(scores: np.ndarray, targets: np.ndarray, k: int) -> tuple[float, bool]:
+    """(P(a target is among the k highest scores), whether the pick is tied), over uniformly random tie orders.
+
+    Nothing about the images' ids or row order enters: images tied on the
+    k-th highest score are ordered at random, so a target tied at the
+    boundary is picked with the hypergeometric probability that at least one
+    of the h targets among the t tied images falls in the m places the
+    boundary leaves: 1 − C(t − h, m) / C(t, m) (spec/methods.md, ties).
+    Every target counts as a correct pick (human-rank ties). The pick is tied
+    when the boundary score is shared by images inside and outside the top k.
+    """
+    s = np.asarray(scores, float)
+    n = len(s)
+    if k >= n:
+        return float(targets.any()), False
+    boundary = np.sort(s)[::-1][k - 1]
+    above, tied = s > boundary, s == boundary
+    m, t = k - int(above.sum()), int(tied.sum())
+    is_tied = t > m
+    if (targets & above).any():
+        return 1.0, is_tied
+    h = int((targets & tied).sum())
+    if h == 0:
+        return 0.0, is_tied
+    return 1.0 - math.comb(t - h, m) / math.comb(t, m), is_tied
+
+
+def expected_binom_p(credits: np.ndarray, t: float, side: str) -> float:
+    """The exact binomial p of the hits, averaged over uniformly random tie orders.
+
+    A cluster whose credit c is fractional is a hit with probability c under a
+    random tie order, independently of the others, so the number of hits is
+    Poisson-binomial; its distribution (a convolution) weights the binomial
+    test's p at each possible count. Integer credits give the plain test.
+    """
     from scipy import stats
 
-    hits, n, chance = 0, 0, []
-    for _, g in df.groupby(cluster, sort=True):
-        r = pd.to_numeric(g[rank_col], errors="coerce")
-        if r.isna().all() or len(g) < 2:
+    c = np.asarray(credits, float)
+    n = len(c)
+    dist = np.zeros(n + 1)
+    dist[0] = 1.0
+    for ci in c:  # P(hits = x) after each cluster
+        dist[1:] = dist[1:] * (1 - ci) + dist[:-1] * ci
+        dist[0] *= 1 - ci
+    alt = "greater" if side == "greater" else "less"
+    xs = np.flatnonzero(dist > 1e-15)
+    return float(sum(dist[x] * stats.binomtest(int(x), n, t, alternative=alt).pvalue for x in xs))
+
+
+def ranked_recall(df: pd.DataFrame, rank_col: str, cluster: str, k: int, worst: bool) -> Estimate:
+    """Share of clusters whose human-best (or worst) image is in the scorer's top (bottom) k.
+
+    Ties never depend on ids or row order (spec/methods.md, "Ties"): every
+    image tied at the human-best (worst) rank is a correct pick, and a score
+    tie at the top-k boundary gives the cluster its expected credit over
+    random tie orders (`top_k_credit`); the test is the exact binomial test
+    averaged over the same tie orders (`expected_binom_p`). The detail counts
+    the clusters with a tie of either kind (`tie_share`), and names the
+    clusters left out (no usable ranking, or a single image).
+    """
+    credits, chance, dropped = [], [], []
+    score_ties = human_ties = any_ties = 0
+    for name, g in df.groupby(cluster, sort=True):
+        r = pd.to_numeric(g[rank_col], errors="coerce").to_numpy(float)
+        if np.isnan(r).all() or len(g) < 2:
+            dropped.append(str(name))
             continue
-        target = r.idxmax() if worst else r.idxmin()
-        order = g["score"].rank(ascending=worst, method="first")  # 1 = scorer's best (or worst)
-        hits += int(order.loc[target] <= k)
-        n += 1
-        chance.append(min(k, len(g)) / len(g))
+        best = np.nanmax(r) if worst else np.nanmin(r)
+        targets = r == best
+        s = g["score"].to_numpy(float)
+        credit, tied = top_k_credit(-s if worst else s, targets, k)
+        credits.append(credit)
+        n_g, h = len(g), int(targets.sum())
+        chance.append(1.0 - math.comb(n_g - h, min(k, n_g)) / math.comb(n_g, min(k, n_g)))
+        score_ties += tied
+        human_ties += h > 1
+        any_ties += tied or h > 1
+    n = len(credits)
+    det_drop = {"n_dropped": len(dropped), "dropped": dropped[:50],
+                "dropped_reason": f"no usable {rank_col!r} ranking, or a single image"}
     if n == 0:
-        return Estimate(float("nan"), "fixed", undefined=f"no cluster has a usable {rank_col!r} ranking")
-    share = hits / n
+        return Estimate(float("nan"), "fixed", undefined=f"no cluster has a usable {rank_col!r} ranking "
+                        "of two or more scored images", detail=det_drop)
+    c = np.asarray(credits)
+    hits = float(c.sum())
 
     def p_fn(t, side):
-        return float(stats.binomtest(hits, n, t, alternative="greater" if side == "greater" else "less").pvalue)
+        return expected_binom_p(c, t, side)
 
-    return WilsonEstimate(share, "fixed", p_fn=p_fn,
-                          detail={"n": n, "k": hits, "hits": hits, "top_k": k, "chance": float(np.mean(chance))})
+    return WilsonEstimate(hits / n, "fixed", p_fn=p_fn,
+                          detail={"n": n, "k": hits, "hits": hits, "top_k": k, "chance": float(np.mean(chance)),
+                                  "tie_share": any_ties / n, "score_tied_clusters": int(score_ties),
+                                  "human_tied_clusters": int(human_ties), "n_clusters": n, **det_drop})
