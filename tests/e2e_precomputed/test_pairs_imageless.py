@@ -96,13 +96,9 @@ def test_mean_gap_equals_hand(bundle, scorer):
     h = hand(scorer)
     assert c["estimate"] == pytest.approx(h["gap"], rel=1e-12)
     assert c["detail"]["sd"] == pytest.approx(h["sd"], rel=1e-12)
-    # scale: sd — the pooled SD is re-estimated in every bootstrap replicate, so the p is the bootstrap's
-    # (the hand t-test, which treats the SD as known, is what the estimate must no longer be tested by)
-    assert c["method"] == "bootstrap" and "re-estimated" in c["detail"]["scale"]
-    # p inverts the cell's own interval: significant at 5% exactly when the 95% CI excludes 0 (the hand
-    # t-test treats the SD as known and has no small-sample expansion, so it is not the reference here)
-    assert 0 < c["p"] <= 1 and (c["p"] < 0.05) == (not c["ci_low"] <= 0 <= c["ci_high"])
-    assert c["p"] >= h["gap_p"] * 0.5  # never far bolder than the known-SD t-test
+    # METHODS: t interval and test over pairs (no cluster column: each pair its own), the pooled SD of both sides
+    assert c["method"] == "t over pairs" and c["interval"] == "t"
+    assert c["p"] == pytest.approx(h["gap_p"], rel=1e-9)
 
 
 def test_the_missing_score_is_an_exclusion_with_its_reason(bundle):

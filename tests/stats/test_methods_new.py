@@ -138,14 +138,3 @@ def test_simulate_reproduces_crossed_strata_and_reports_false_refutation(skin_ir
                           {"*": {"fidelity": 0.5, "noise": 0.5}}, {"real": ArmShape(30, 1), "synthetic": ArmShape(8, 2)})
     assert all("false_refutation_rate" in r and r["hypothesis_true"] for r in rows)
 
-
-def test_mean_gap_in_sd_units_re_estimates_the_pooled_sd():
-    from scoreaudit.stats.cross_estimators import _pooled_sd
-
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(50, 2))
-    c = x.mean()
-    parts = np.column_stack([np.full(50, 2.0), (x - c).sum(1), ((x - c) ** 2).sum(1)])
-    assert _pooled_sd(parts.sum(0)) == pytest.approx(np.std(x, ddof=1))
-    w = rng.integers(0, 3, 50).astype(float)
-    assert _pooled_sd(w @ parts) == pytest.approx(np.std(np.repeat(x, w.astype(int), axis=0), ddof=1))

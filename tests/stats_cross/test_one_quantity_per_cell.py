@@ -128,3 +128,95 @@ def test_paired_t_cells_take_the_t_interval_of_the_same_differences():
     assert est.interval(0.90) == pytest.approx((lo, hi), abs=1e-10)
     assert est.family == "t" and est.test_name == "paired t over clusters"
     assert est.p_greater(0.0) == pytest.approx(stats.ttest_1samp(d, 0.0, alternative="greater").pvalue, abs=1e-12)
+
+
+def _expanded_percentile_p(boot: np.ndarray, t: float, G: int) -> float:
+    """spec/methods.md small-sample expansion, by hand: the level whose expanded quantile is Φ⁻¹(p_raw)."""
+    b = boot[np.isfinite(boot)]
+    raw = (1 + np.sum(b <= t)) / (len(b) + 1)
+    return max(stats.t.cdf(stats.norm.ppf(raw) / np.sqrt(G / (G - 1)), G - 1), 1 / (len(b) + 1))
+
+
+def test_agreement_p_takes_the_small_sample_expansion_of_its_bootstrap():
+    from tests.stats_cross.test_comparisons import _call, _pairs_tables
+
+    ctx = StatContext(_ir(n_boot=2000), _pairs_tables(seed=7, n=40))
+    est = ctx.evaluate(_call("agreement", label="judge", metric="accuracy", missing=-1.0, prompt=None), "wide", "s1")
+    G = est.detail["n_clusters"]
+    assert G == 36  # 40 pairs, 4 with the missing label
+    for t in (0.4, 0.45, 0.6):
+        p = est.p_greater(t)
+        assert p == pytest.approx(_expanded_percentile_p(np.asarray(est.boot), t, G), rel=1e-9)
+        raw = (1 + np.sum(np.asarray(est.boot) <= t)) / (len(est.boot) + 1)
+        assert abs(p - 0.5) < abs(raw - 0.5)  # the expansion widens: the unexpanded p was too bold at 36 clusters
+
+
+def _clustered_correlation_tables(seed=0, n_clusters=40, per=5):
+    """A rating and a score that share a prompt effect: the rows of one prompt are not independent."""
+    rng = np.random.default_rng(seed)
+    images, scores = [], []
+    for c in range(n_clusters):
+        u = rng.normal()
+        for k in range(per):
+            iid = f"i{c}_{k}"
+            images.append({"arm": "real", "image_id": iid, "cluster": f"c{c:02d}", "race": "A",
+                           "rating": u + rng.normal(0, 0.3)})
+            scores.append({"arm": "real", "image_id": iid, "operator": ORIGINAL, "dose": 0.0, "scorer": "s1",
+                           "score": 0.25 * u + rng.normal(0, 1.0)})
+    return {"images": pd.DataFrame(images), "scores": pd.DataFrame(scores)}
+
+
+def test_correlation_p_respects_declared_clusters():
+    from tests.stats_cross.test_comparisons import _call
+
+    t = _clustered_correlation_tables()
+    ctx = StatContext(_ir(n_boot=2000), t)
+    est = ctx.evaluate(_call("spearman", column="rating", prompt=None), "real", "s1")
+    x = t["scores"]["score"].to_numpy()
+    y = t["images"]["rating"].to_numpy()
+    rows_p = stats.spearmanr(x, y, alternative="greater").pvalue  # 200 rows as if independent
+    p = est.p_greater(0.0)
+    assert p == pytest.approx(_expanded_percentile_p(np.asarray(est.boot), 0.0, 40), rel=1e-9)
+    assert p != pytest.approx(rows_p, rel=0.05)
+    assert est.test_name.startswith("cluster bootstrap")
+    # without clusters (each image its own), the correlation's own test over images stays
+    img = t["images"].assign(cluster=t["images"]["image_id"])
+    est1 = StatContext(_ir(n_boot=200), {"images": img, "scores": t["scores"]}).evaluate(
+        _call("spearman", column="rating", prompt=None), "real", "s1")
+    assert est1.p_greater(0.0) == pytest.approx(rows_p, rel=1e-9)
+
+
+def _gap_tables(clustered: bool, seed=3, n=30):
+    rng = np.random.default_rng(seed)
+    images, scores = [], []
+    for k in range(n):
+        cl = f"c{k // 3:02d}" if clustered else f"p{k:03d}"
+        pref, other = rng.normal(0.4, 1.0), rng.normal(0.0, 1.0)
+        for side, v in (("preferred", pref), ("other", other)):
+            iid = f"p{k:03d}:{side}"
+            images.append({"arm": "wide", "image_id": iid, "cluster": cl, "side": side, "pair_id": f"p{k:03d}"})
+            scores.append({"arm": "wide", "image_id": iid, "operator": ORIGINAL, "dose": 0.0, "scorer": "s1",
+                           "score": v})
+    return {"images": pd.DataFrame(images), "scores": pd.DataFrame(scores)}
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+@pytest.mark.parametrize("scale", ["sd", "raw"])
+def test_mean_gap_is_a_t_over_pairs_or_clusters_in_pooled_sd_units(clustered, scale):
+    from tests.stats_cross.test_comparisons import _call
+
+    t = _gap_tables(clustered)
+    ctx = StatContext(_ir(scale=scale, n_boot=200), t)
+    est = ctx.evaluate(_call("mean_gap", prompt=None), "wide", "s1")
+    s = t["scores"].set_index("image_id")["score"]
+    ids = sorted(t["images"]["pair_id"].unique())
+    d = np.array([s[f"{i}:preferred"] - s[f"{i}:other"] for i in ids])
+    sd = np.std(s.to_numpy(), ddof=1) if scale == "sd" else 1.0  # pooled SD of both sides
+    units = pd.Series(d / sd).groupby(np.arange(len(d)) // 3).mean().to_numpy() if clustered else d / sd
+    assert est.estimate == pytest.approx(units.mean(), abs=1e-12)
+    assert est.interval(0.90) == pytest.approx(
+        stats.t.interval(0.90, len(units) - 1, loc=units.mean(), scale=stats.sem(units)), abs=1e-10)
+    for thr in (0.0, 0.2):
+        assert est.p_greater(thr) == pytest.approx(
+            stats.ttest_1samp(units, thr, alternative="greater").pvalue, rel=1e-9)
+    assert est.test_name == ("t over clusters" if clustered else "t over pairs")

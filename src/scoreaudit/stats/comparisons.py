@@ -661,4 +661,5 @@ def agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
                         "call0_label1": int(counts[2].sum()), "call0_label0": int(counts[3].sum())}
     if not np.isfinite(est):
         raise StatError(f"agreement(metric: {metric}) is not defined on these labels (e.g. no positive label)")
+    det["n_clusters"] = int(len(np.unique(c)))  # G of the small-sample expansion, as every bootstrap statistic's
     return Estimate(est, "bootstrap", boot=boot, detail=det)

@@ -90,9 +90,24 @@ def _agreement(method: str):
                     else f"not a number ({str(v)[:40]!r})"
                 ctx.notes.append({"arm": a.name, "image_id": str(iid),
                                   "reason": f"{method}: its {col!r} value is {what}: left out"})
-        return cross.agreement(df, col, method, "cluster", a.W, list(a.clusters))
+        est = cross.agreement(df, col, method, "cluster", a.W, list(a.clusters))
+        return clustered_correlation(est, df, col) if est.undefined is None else est
 
     return fn
+
+
+def clustered_correlation(est: Estimate, df: pd.DataFrame, col: str) -> Estimate:
+    """With declared clusters (fewer clusters than images) the p inverts the cluster bootstrap like the
+    interval, with the small-sample expansion over G clusters (spec/methods.md): the correlation's own test
+    (and Fisher's z) treat the rows as independent, which images of one prompt are not. Without clusters
+    the correlation's own test stays (its interval is still the bootstrap's over images)."""
+    from dataclasses import replace
+
+    used = df.loc[pd.to_numeric(df[col], errors="coerce").notna() & df["score"].notna(), "cluster"]
+    G = int(used.nunique())
+    if G >= len(used):
+        return replace(est, test=f"{est.detail.get('method', 'correlation')} test over images")
+    return replace(est, p_fn=None, detail={**est.detail, "n_clusters": G})
 
 
 spearman = _agreement("spearman")
@@ -118,41 +133,43 @@ def pairwise_accuracy(ctx: StatContext, call: StatCallIR, arm: str, scorer: str)
     return cross.pairwise_accuracy(pref, other)
 
 
-def mean_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
-    """Mean of preferred − other; under `scale: sd` divided by the pooled SD of both sides, which every
-    bootstrap replicate (pairs resampled) and jackknife subsample re-estimates."""
-    from scoreaudit.stats.bootstrap import count_matrix, weighted_ratio
-
-    pref, other, df = _pairs(ctx, arm, scorer)
-    if ctx.settings.scale != "sd":
-        return cross.mean_gap(pref, other, 1.0)
-    both = np.column_stack([pref, other])
-    ok = np.isfinite(both)
-    c = np.nanmean(both) if ok.any() else 0.0
-    v = np.where(ok, both - c, 0.0)
-    parts = np.column_stack([ok.sum(1), v.sum(1), (v * v).sum(1)]).astype(float)
-    sd = _pooled_sd(parts.sum(0))
-    raw = cross.mean_gap(pref, other, 1.0)
-    if raw.undefined or not sd > 0:
-        return cross.mean_gap(pref, other, sd)
-    d = pref - other
-    fin = np.isfinite(d)
+def _pair_clusters(ctx: StatContext, arm: str, n_pairs: int) -> tuple[np.ndarray, bool]:
+    """Each pair's cluster label, in `_pairs`' order (sorted pair ids), and whether clusters are declared
+    (a `cluster` column that groups pairs; otherwise every pair is its own cluster)."""
     a = ctx.arm(arm)
-    W = count_matrix(a.rng("pairs"), ctx.n_boot, len(d))
-    J = 1.0 - np.eye(len(d))
-    num = np.where(fin, d, 0.0)
-    boot = weighted_ratio(W, num, fin.astype(float)) / _pooled_sd(W @ parts)
-    jack = weighted_ratio(J[fin], num, fin.astype(float)) / _pooled_sd(J[fin] @ parts)
-    det = {"n": int(fin.sum()), "sd": sd, "n_clusters": int(fin.sum()),
-           "scale": "sd (pooled SD of both sides, re-estimated in every bootstrap replicate)"}
-    return Estimate(raw.estimate / sd, "bootstrap", boot=boot, jack=jack, detail=det)
+    pref = a.images[a.images["side"] == "preferred"].drop_duplicates("pair_id").set_index("pair_id")
+    ids = sorted(a.images["pair_id"].dropna().unique())
+    labels = np.array([str(pref["cluster"].get(i, i)) if "cluster" in pref else str(i) for i in ids], dtype=object)
+    if len(labels) != n_pairs:  # a pair without its preferred side: its own cluster
+        labels = np.array([str(i) for i in ids][:n_pairs], dtype=object)
+    return labels, len(set(labels)) < len(labels)
 
 
-def _pooled_sd(parts: np.ndarray) -> np.ndarray:
-    n, s1, s2 = parts[..., 0], parts[..., 1], parts[..., 2]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var = (s2 - s1 * s1 / n) / (n - 1)
-        return np.sqrt(np.where(var > 0, var, np.nan))
+def mean_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    """Mean of preferred − other over pairs (per-cluster means first when clusters are declared), under
+    `scale: sd` in units of the pooled SD of both sides' scores; t test and t interval over those units.
+
+    METHODS: "t interval and test over pairs (clusters when declared)". The SD is a fixed divisor in the
+    test, so the t statistic at threshold 0 is the raw gap's (a rescaling); a threshold t ≠ 0 is in SD units.
+    """
+    pref, other, _ = _pairs(ctx, arm, scorer)
+    both = np.concatenate([pref, other])
+    both = both[np.isfinite(both)]
+    sd = float(np.std(both, ddof=1)) if ctx.settings.scale == "sd" and len(both) > 1 else 1.0
+    labels, declared = _pair_clusters(ctx, arm, len(pref))
+    d = (pref - other) / sd
+    ok = np.isfinite(d)
+    if ok.sum() < 2 or not sd > 0:
+        return Estimate(float("nan"), "fixed", undefined="fewer than two pairs, or zero score SD")
+    units = pd.Series(d[ok]).groupby(labels[ok], sort=True).mean()  # one value per cluster (pair without one)
+    if len(units) < 2:
+        return Estimate(float("nan"), "fixed", undefined="fewer than two clusters with a pair")
+    x = units.to_numpy(float)
+    over = "clusters" if declared else "pairs"
+    return Estimate(float(x.mean()), "ttest", contrasts=x, se=float(x.std(ddof=1) / np.sqrt(len(x))),
+                    df=len(x) - 1, test=f"t over {over}",
+                    detail={"n": int(ok.sum()), "sd": sd, "n_clusters": int(len(x)), "_clusters": list(units.index),
+                            "scale": "sd (pooled SD of both sides)" if ctx.settings.scale == "sd" else "raw"})
 
 
 def _ranked(worst: bool):
