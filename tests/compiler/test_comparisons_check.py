@@ -96,3 +96,19 @@ def test_json_list_manifest_is_read_at_check_time(tmp_path):
             '  difference(pairwise_accuracy() where judge = 1, pairwise_accuracy() where judge = 2) > 0 on wide for s\n}\n')
     checked = api.check(tmp_path / "t.audit", source=spec, tables=False)
     assert [d.code for d in checked.diagnostics] == ["E0470", "E0466"]
+
+
+def test_agreement_on_an_images_arm_compiles_with_a_threshold_and_is_refused_without():
+    head = (ROOT / "tests" / "compiler" / "invalid" / "E0471.audit").read_text(encoding="utf-8").split("hypothesis")[0]
+
+    def codes(claim):
+        checked = check_text(head + 'hypothesis S7 "t" {\n  ' + claim + ' on real for each scorer\n}\n')
+        return checked, {d.code for d in checked.diagnostics if d.severity == "error"}
+
+    ok, errs = codes("agreement(label: judge, metric: kappa, threshold: [0.5, 1.5], weights: quadratic) > 0.3")
+    assert not errs, [d.message for d in ok.diagnostics]
+    cell = next(iter(ok.ir.cells()))
+    assert cell.statistic.params["threshold"] == [0.5, 1.5] and cell.statistic.params["weights"] == "quadratic"
+    assert not codes("agreement(label: judge, metric: f1, threshold: 0.4) > 0.6")[1]
+    assert codes("agreement(label: judge, metric: f1) > 0.6")[1] == {"E0471"}
+    assert codes("agreement(label: judge, metric: kappa, threshold: [1.5, 0.5]) > 0.3")[1] == {"E0471"}

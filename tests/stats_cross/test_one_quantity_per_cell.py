@@ -220,3 +220,85 @@ def test_mean_gap_is_a_t_over_pairs_or_clusters_in_pooled_sd_units(clustered, sc
         assert est.p_greater(thr) == pytest.approx(
             stats.ttest_1samp(units, thr, alternative="greater").pvalue, rel=1e-9)
     assert est.test_name == ("t over clusters" if clustered else "t over pairs")
+
+
+def _cells(ctx, stat, test, scorer="s1:s2", arm=None):
+    from scoreaudit.compiler.ir import CellIR
+    from scoreaudit.stats.engine import evaluate_cells
+
+    cell = CellIR(id="H/x/wide", hypothesis="H", claim=0, scorer=scorer, arm=arm, arms=("wide",),
+                  statistic=stat, test=test)
+    return evaluate_cells(ctx, [cell])
+
+
+def test_a_level_the_sign_flip_cannot_reach_is_said_in_the_cell_and_warned():
+    from scoreaudit.stats.engine import level_warnings
+
+    # 10 pairs, 4 discordant (s1 right, s2 wrong), 6 judged alike: the best p is P(4 flips all +) = 2^-4
+    outs = [("r", "w")] * 4 + [("r", "r")] * 6
+    ctx = StatContext(_ir(), _pairs(outs))
+    stat = _compare("difference", ReadingIR(statistic=PA, arm="wide", scorer="s1"),
+                    ReadingIR(statistic=PA, arm="wide", scorer="s2"))
+    (c,) = _cells(ctx, stat, GREATER0)
+    assert c["p"] == pytest.approx(0.5 ** 4, abs=1e-12)  # the data are at the edge: every discordant pair for s1
+    assert c["detail"]["smallest_p"] == pytest.approx(0.0625, abs=1e-12)
+    assert c["outcome"] != "supported"
+    (w,) = level_warnings([c], 0.05)
+    assert w["code"] == "W0423" and w["smallest_p"] == pytest.approx(0.0625) and "0.0625" in w["message"]
+    # one more discordant pair brings the floor to 2^-5 = 0.031 < 0.05: no warning
+    ctx5 = StatContext(_ir(), _pairs([("r", "w")] * 5 + [("r", "r")] * 5))
+    assert level_warnings(_cells(ctx5, stat, GREATER0), 0.05) == []
+
+
+def test_a_level_the_exact_binomial_cannot_reach_is_warned():
+    from scoreaudit.compiler.ir import TestIR as T
+    from scoreaudit.stats.engine import level_warnings
+
+    # 4 untied pairs (and 3 ties) against 0.5: the best p is binomtest(4, 4, 0.5, "greater") = 0.0625
+    outs = [("r", "r")] * 4 + [("t", "t")] * 3
+    ctx = StatContext(_ir(), _pairs(outs))
+    (c,) = _cells(ctx, PA, T(kind="greater", threshold=0.5, text="pairwise_accuracy() > 0.5"), scorer="s1",
+                  arm="wide")
+    best = stats.binomtest(4, 4, 0.5, alternative="greater").pvalue
+    assert c["detail"]["smallest_p"] == pytest.approx(best, abs=1e-12)
+    assert c["method"] == "exact binomial (untied pairs)"
+    assert [w["code"] for w in level_warnings([c], 0.05)] == ["W0423"]
+
+
+def _rated_images(seed=4, n=240, k=3):
+    """Images with an ordered judge label 0..k−1 and a score that tracks it (clusters of 3 images)."""
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, k, n)
+    score = label + rng.normal(0, 0.8, n)
+    images = pd.DataFrame({"arm": "real", "image_id": [f"i{j:03d}" for j in range(n)],
+                           "cluster": [f"c{j // 3:03d}" for j in range(n)], "race": "A",
+                           "judge": np.where(np.arange(n) % 40 == 0, -1, label)})
+    scores = pd.DataFrame({"arm": "real", "image_id": images["image_id"], "operator": ORIGINAL, "dose": 0.0,
+                           "scorer": "s1", "score": score})
+    return {"images": images, "scores": scores}, label, score
+
+
+@pytest.mark.parametrize("metric,weights,cuts", [
+    ("accuracy", None, 1.0), ("f1", None, 1.0), ("kappa", None, 1.0),
+    ("kappa", None, [0.5, 1.5]), ("kappa", "quadratic", [0.5, 1.5]), ("kappa", "linear", [0.5, 1.5]),
+    ("accuracy", None, [0.5, 1.5])])
+def test_agreement_on_an_images_arm_calls_at_the_declared_threshold(metric, weights, cuts):
+    from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score
+
+    from tests.stats_cross.test_comparisons import _call
+
+    k = 2 if np.ndim(cuts) == 0 else len(cuts) + 1
+    t, label, score = _rated_images(k=k)
+    ctx = StatContext(_ir(n_boot=300), t)
+    est = ctx.evaluate(_call("agreement", label="judge", metric=metric, missing=-1, prompt=None,
+                             threshold=cuts, weights=weights), "real", "s1")
+    keep = np.arange(len(label)) % 40 != 0
+    y = label[keep]
+    call = np.searchsorted(np.atleast_1d(cuts), score[keep], side="right")  # classes under the cut points
+    ref = {"accuracy": lambda: accuracy_score(y, call), "f1": lambda: f1_score(y, call),
+           "kappa": lambda: cohen_kappa_score(y, call, weights=weights)}[metric]()
+    assert est.estimate == pytest.approx(ref, abs=1e-12)
+    assert est.detail["excluded_label"] == int((~keep).sum()) and est.detail["classes"] == k
+    assert est.detail["n_clusters"] == 80
+    lo, hi = est.interval(0.90)
+    assert lo <= est.estimate <= hi

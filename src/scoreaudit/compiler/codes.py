@@ -236,8 +236,10 @@ CATALOGUE: tuple[Code, ...] = (
          'hypothesis G1 "t" {\n  group_gap(tone, "dark", "light") > 0 on synthetic for each scorer\n}\n'),
     Code("E0470", "agreement label column missing", "`agreement(label: COLUMN)` names a column the arm's manifest "
          "lacks (checked when the manifest exists at check time).", "Name the column that holds the judge's labels."),
-    Code("E0471", "agreement metric needs a call", "accuracy, f1 and kappa compare a yes/no call with the label; "
-         "on an images arm a score is not a call.", "Use `metric: auroc` on images arms, or a pairs arm.",
+    Code("E0471", "agreement metric needs a call", "accuracy, f1 and kappa compare the scorer's call with the "
+         "label; on an images arm a score becomes a call only at a declared cut point (`threshold:`), and cut "
+         "points must ascend (f1 and auroc take two classes).", "Add `threshold: t` (or ascending cut points "
+         "`threshold: [t1, t2]` for classes 0..K−1), use `metric: auroc`, or run the agreement on a pairs arm.",
          'hypothesis S7 "t" {\n  agreement(label: judge, metric: f1) > 0.6 on real for each scorer\n}\n'),
     Code("E0420", "doses neither symmetric nor one-sided", "`fidelity_index` and `placebo_ratio` need doses "
          "symmetric around the identity (the fidelity index) or all on one side of it (the penalty index of a "
@@ -456,6 +458,15 @@ CATALOGUE: tuple[Code, ...] = (
        "reproducible, but on coarse scores (e.g. in quarters) it is a rate over tie orders, not one ranking. "
        "Written to results.json `warnings` by `run`; the share is the cell's `tie_share`.",
        "Score at a finer resolution if the scorer allows it, or report the tie share with the estimate."),
+    _r("W0423", "a level the test cannot reach", "A discrete test (the exact binomial test of "
+       "`pairwise_accuracy`, the sign-flip test of a difference of accuracies, McNemar's when nothing is tied) "
+       "has a smallest attainable p set by how many pairs (clusters) can carry evidence: k informative pairs "
+       "give no p below 2^-k against ½. When that p exceeds alpha the claim cannot be supported whatever the "
+       "data say. Written to results.json `warnings` by `run` (and the terminal and the report), with the "
+       "smallest p in the message and in the cell's detail (`smallest_p`).",
+       "Add pairs, or clusters that the readings judge differently (with alpha 0.05 the sign-flip test needs "
+       "at least 5 informative ones), raise alpha if the design is pre-registered that way, or report the "
+       "cell as descriptive."),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),

@@ -220,12 +220,21 @@ def check_arm(low, arm_name: str, arm_node: Any, st) -> bool:
             sink.emit("E0470", low.bound.arg_node("label"), f"arm `{arm_name}` has no label column `{col}`",
                       f"did you mean '{guess}'?" if guess else "name the manifest column that holds the judge's labels")
             ok = False
-        if arm.source == "images" and params.get("metric") != "auroc":
+        if arm.source == "images" and params.get("metric") != "auroc" and params.get("threshold") is None:
             sink.emit("E0471", low.bound.arg_node("metric") if "metric" in low.bound.args else low.bound.call,
-                      f"`agreement(metric: {params.get('metric')})` compares a yes/no call with the label, "
-                      f"but on the images arm `{arm_name}` a score makes no call",
-                      "use `metric: auroc` on an images arm, or run the agreement on a pairs arm "
-                      "(the call is which side scores higher)")
+                      f"`agreement(metric: {params.get('metric')})` compares a call with the label, "
+                      f"but on the images arm `{arm_name}` no `threshold:` says where the score makes its call",
+                      "add `threshold: t` (the score at or above which the call is 1; a list of ascending cut "
+                      "points for classes 0..K−1), or use `metric: auroc`")
+            ok = False
+        cuts = params.get("threshold")
+        if isinstance(cuts, list) and (list(cuts) != sorted(cuts) or len(set(cuts)) != len(cuts)
+                                       or (params.get("metric") in ("f1", "auroc") and len(cuts) > 1)):
+            sink.emit("E0471", low.bound.arg_node("threshold"),
+                      f"`threshold: {cuts}` must be strictly ascending cut points"
+                      + (f" and `metric: {params.get('metric')}` takes one" if params.get("metric") in ("f1", "auroc")
+                         else ""),
+                      "list the cut points from low to high, each once (f1 and auroc: two classes, one cut point)")
             ok = False
     return ok
 

@@ -58,6 +58,9 @@ class AgreementParams(Params):
     metric: Literal["accuracy", "f1", "auroc", "kappa"] = "accuracy"
     missing: Optional[Union[float, str]] = None  # a sentinel label value that means "no label"
     prompt: Optional[str] = None  # which prompt's scores, for precomputed pairs with several
+    # images arms: the score's cut point(s) that make the call (one: 0/1; ascending list: classes 0..K−1)
+    threshold: Optional[Union[float, list[float]]] = None
+    weights: Optional[Literal["linear", "quadratic"]] = None  # kappa's disagreement weights (ordered classes)
 
 
 @statistic("agreement", params=AgreementParams, needs=(), unit="share", null=None, sign="unsigned",
@@ -68,11 +71,17 @@ def agreement():
     """Agreement of the scorer with a judge's label column (an LLM or a person), per pair or per image.
 
     On a pairs arm the label says whether the preferred side is right (1) or
-    not (0) and the scorer's call is which side scores higher; on an images arm
-    the label is 0/1 and the score is the classifier's input. accuracy and
-    kappa (Cohen's) compare the scorer's call with the label, f1 scores the
-    positive class, auroc is the Mann–Whitney statistic of the score against
-    the label (images arms; on pairs, of the score difference). Rows whose
-    label is missing or equals `missing:` are excluded and counted. CI by the
-    cluster bootstrap; p by inverting it.
+    not (0) and the scorer's call is which side scores higher (a tie makes no
+    call and is excluded, counted). On an images arm the call is the score's
+    class under the declared cut point(s): `threshold: t` calls 1 when the
+    score is at least t (labels 0/1); `threshold: [t1, t2, …]` (ascending)
+    calls the number of cut points at or below the score, classes 0..K−1
+    against integer labels 0..K−1 (ordered categories, e.g. ratings 1–5
+    recoded 0–4). accuracy is the share of equal calls, kappa is Cohen's
+    (`weights: linear | quadratic` for ordered classes, scikit-learn's
+    formula), f1 scores the positive class 1 (two classes), auroc is the
+    Mann–Whitney statistic of the score (on pairs, the score difference)
+    against a 0/1 label and needs no threshold. Rows whose label is missing,
+    equals `missing:`, or is not a class are excluded and counted. CI by the
+    cluster bootstrap; p by inverting it (both with the small-sample expansion).
     """

@@ -294,7 +294,10 @@ def accuracy_difference(ctx: StatContext, A: Read, B: Read, det: dict, seed_labe
     def p_fn(thr, side, sf=sf):
         return sf.p_greater(thr) if side == "greater" else sf.p_less(thr)
 
-    return SignFlipEstimate(sf.estimate, "fixed", p_fn=p_fn, detail=det, test=sf.name, design=sf)
+    def p_floor(thr, side, sf=sf):  # at 0 only the informative clusters count; elsewhere every cluster moves
+        return sf.smallest_p() if thr == 0 else max(2.0 ** -sf.n_clusters, 1.0 / sf.k)
+
+    return SignFlipEstimate(sf.estimate, "fixed", p_fn=p_fn, detail=det, test=sf.name, design=sf, p_floor=p_floor)
 
 
 def paired_t(diffs: np.ndarray, det: dict) -> Estimate:
@@ -548,8 +551,8 @@ def share(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
 # ---------------------------------------------------------------- agreement with labels
 
 
-def _labels(ctx: StatContext, view: ArmData, rows: pd.DataFrame, column: str, missing) -> np.ndarray:
-    """0/1 labels of `rows` (NaN where missing, the sentinel, or not 0/1; each such row noted)."""
+def _labels(ctx: StatContext, view: ArmData, rows: pd.DataFrame, column: str, missing, k: int = 2) -> np.ndarray:
+    """Class labels 0..k−1 of `rows` (0/1 when k = 2; NaN where missing, the sentinel, or not a class; noted)."""
     if column not in rows.columns:
         raise StatError(f"arm {view.name!r} has no label column {column!r}")
     raw = rows[column]
@@ -566,11 +569,12 @@ def _labels(ctx: StatContext, view: ArmData, rows: pd.DataFrame, column: str, mi
     blank = txt.isna().to_numpy() | (txt == "").to_numpy()
     out[blank] = np.nan
     reasons[blank & (reasons == "")] = f"label {column} is missing"
-    bad = np.isfinite(out) & ~np.isin(out, (0.0, 1.0))
+    classes = "0 or 1" if k == 2 else f"a class 0..{k - 1}"
+    bad = np.isfinite(out) & ~np.isin(out, np.arange(k, dtype=float))
     out[bad] = np.nan
-    reasons[bad] = f"label {column} is not 0 or 1"
+    reasons[bad] = f"label {column} is not {classes}"
     odd = ~np.isfinite(out) & (reasons == "")
-    reasons[odd] = f"label {column} is not 0 or 1"
+    reasons[odd] = f"label {column} is not {classes}"
     ids = rows["image_id"].to_numpy() if "image_id" in rows.columns else rows.index.to_numpy()
     for iid, why in zip(ids[~np.isfinite(out)][:1000], reasons[~np.isfinite(out)][:1000]):
         ctx.notes.append({"arm": view.name, "image_id": str(iid), "reason": f"agreement: {why}: excluded"})
@@ -590,24 +594,58 @@ def auroc_weighted(score: np.ndarray, label: np.ndarray, weights: np.ndarray) ->
         return (pos * (below + 0.5 * neg)).sum(1) / (pos.sum(1) * neg.sum(1))
 
 
-def _table_metric(metric: str, tp, fp, fn, tn):
-    """accuracy, f1 (positive class 1) or Cohen's kappa from (possibly vectors of) 2×2 counts."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n = tp + fp + fn + tn
-        if metric == "accuracy":
-            return (tp + tn) / n
-        if metric == "f1":
-            return 2 * tp / (2 * tp + fp + fn)
-        po = (tp + tn) / n
-        pe = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-        return (po - pe) / (1 - pe)
+def _accuracy(M: np.ndarray, weights=None) -> np.ndarray:
+    """Share of rows whose call equals the label: trace / n of each confusion matrix (…, K, K)."""
+    return np.trace(M, axis1=-2, axis2=-1) / M.sum(axis=(-2, -1))
+
+
+def _f1(M: np.ndarray, weights=None) -> np.ndarray:
+    """F1 of the positive class 1 (two classes): 2·tp / (2·tp + fp + fn)."""
+    tp, fp, fn = M[..., 1, 1], M[..., 1, 0], M[..., 0, 1]
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def _kappa(M: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """Cohen's kappa, unweighted or with linear / quadratic disagreement weights (scikit-learn's formula):
+    1 − Σ w·O / Σ w·E, E the product of the call and label margins over n."""
+    K = M.shape[-1]
+    i, j = np.indices((K, K))
+    w = {None: (i != j).astype(float), "linear": np.abs(i - j).astype(float), "quadratic": (i - j) ** 2.0}[weights]
+    n = M.sum(axis=(-2, -1))[..., None, None]
+    E = M.sum(axis=-1)[..., :, None] * M.sum(axis=-2)[..., None, :] / n
+    return 1.0 - (w * M).sum(axis=(-2, -1)) / (w * E).sum(axis=(-2, -1))
+
+
+# metric name -> function of confusion matrices (…, K, K) with M[…, call, label]
+TABLE_METRICS = {"accuracy": _accuracy, "f1": _f1, "kappa": _kappa}
+
+
+def _calls(view_source: str, score: np.ndarray, threshold) -> tuple[np.ndarray, int, str]:
+    """(call per row or NaN where it makes none, K classes, what the call is) for the arm's kind.
+
+    Pairs: 1 when the preferred side scores higher, 0 when lower, none on a tie. Images: the score's class
+    under the declared cut points (`threshold: t` → 1 when score ≥ t; `threshold: [t1, …]` → the number of
+    cut points at or below the score, classes 0..K−1 in the labels' order)."""
+    if view_source == "pairs":
+        return np.where(score > 0, 1.0, np.where(score < 0, 0.0, np.nan)), 2, "which side scores higher"
+    cuts = np.sort(np.atleast_1d(np.asarray(threshold, dtype=float)))
+    cls = np.searchsorted(cuts, score, side="right").astype(float)
+    return np.where(np.isfinite(score), cls, np.nan), len(cuts) + 1, f"score ≥ {', '.join(f'{c:g}' for c in cuts)}"
 
 
 def agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     view = ctx.arm(arm)
     p = call.params
     column, metric = p["label"], p.get("metric", "accuracy")
-    if ctx.ir.arms[view.name].source == "pairs":
+    source = ctx.ir.arms[view.name].source
+    threshold = p.get("threshold")
+    if source != "pairs" and metric != "auroc" and threshold is None:
+        raise StatError(f"agreement(metric: {metric}) on the images arm {view.name!r} needs `threshold:` (the "
+                        "score's cut point that makes the call); or use metric: auroc")
+    k = 2 if source == "pairs" or metric == "auroc" else len(np.atleast_1d(threshold)) + 1
+    if metric in ("f1", "auroc") and k != 2:
+        raise StatError(f"agreement(metric: {metric}) needs two classes (one threshold), not {k}")
+    if source == "pairs":
         t = pair_table(ctx, view, scorer)
         pref = view.images[view.images["side"] == "preferred"]
         rows = pref.set_index(pref["pair_id"].astype(str)).loc[t.index]
@@ -616,10 +654,8 @@ def agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
         unit_ids = rows["image_id"].to_numpy()
         cidx = t["cidx"].to_numpy()
     else:
-        if metric != "auroc":
-            raise StatError(f"agreement(metric: {metric}) needs a pairs arm; use metric: auroc on images arms")
         rows = view.images
-        label = _labels(ctx, view, rows, column, p.get("missing"))
+        label = _labels(ctx, view, rows, column, p.get("missing"), k)
         score = ctx.original_scores(view, scorer)
         unit_ids = rows["image_id"].to_numpy()
         cidx = view.codes
@@ -640,25 +676,33 @@ def agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
         boot = np.concatenate([auroc_weighted(s, y, view.W[k:k + 256][:, c]) for k in range(0, len(view.W), 256)])
         det["n"] = int(keep.sum())
     else:
-        call_ = np.where(score > 0, 1.0, np.where(score < 0, 0.0, np.nan))
+        call_, k, made = _calls(source, score, threshold)
+        det.update({"call": made, "classes": k})
+        if p.get("weights"):
+            det["weights"] = p["weights"]
         ties = usable & ~np.isfinite(call_)
         for iid in unit_ids[ties][:1000]:
             ctx.notes.append({"arm": view.name, "image_id": str(iid),
                               "reason": f"agreement: {scorer} scores both sides alike (no call): excluded"})
         keep = usable & np.isfinite(call_)
         det["excluded_ties"] = int(ties.sum())
-        y, h, c = label[keep], call_[keep], cidx[keep]
+        y, h, c = label[keep].astype(int), call_[keep].astype(int), cidx[keep]
         if len(y) == 0:
-            raise StatError(f"agreement: no pair of {view.key} has both a label and a call")
-        counts = [np.bincount(c, ((h == 1) & (y == 1)).astype(float), minlength=C),
-                  np.bincount(c, ((h == 1) & (y == 0)).astype(float), minlength=C),
-                  np.bincount(c, ((h == 0) & (y == 1)).astype(float), minlength=C),
-                  np.bincount(c, ((h == 0) & (y == 0)).astype(float), minlength=C)]
-        est = float(_table_metric(metric, *(x.sum() for x in counts)))
-        boot = np.asarray(_table_metric(metric, *(view.W @ x for x in counts)), float)
+            raise StatError(f"agreement: no row of {view.key} has both a label and a call")
+        # per-cluster confusion matrices, (C, K, K) with [call, label]; a replicate's is W @ them
+        per = np.zeros((C, k, k))
+        np.add.at(per, (c, h, y), 1.0)
+        fn = TABLE_METRICS[metric]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = float(fn(per.sum(0), p.get("weights")))
+            boot = np.asarray(fn((view.W @ per.reshape(C, k * k)).reshape(-1, k, k), p.get("weights")), float)
         det["n"] = int(keep.sum())
-        det["table"] = {"call1_label1": int(counts[0].sum()), "call1_label0": int(counts[1].sum()),
-                        "call0_label1": int(counts[2].sum()), "call0_label0": int(counts[3].sum())}
+        tot = per.sum(0)
+        if k == 2:
+            det["table"] = {"call1_label1": int(tot[1, 1]), "call1_label0": int(tot[1, 0]),
+                            "call0_label1": int(tot[0, 1]), "call0_label0": int(tot[0, 0])}
+        else:
+            det["table"] = tot.astype(int).tolist()
     if not np.isfinite(est):
         raise StatError(f"agreement(metric: {metric}) is not defined on these labels (e.g. no positive label)")
     det["n_clusters"] = int(len(np.unique(c)))  # G of the small-sample expansion, as every bootstrap statistic's

@@ -130,7 +130,21 @@ def _pairs(ctx: StatContext, arm: str, scorer: str) -> tuple[np.ndarray, np.ndar
 
 def pairwise_accuracy(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
     pref, other, _ = _pairs(ctx, arm, scorer)
-    return cross.pairwise_accuracy(pref, other)
+    return with_binomial_floor(cross.pairwise_accuracy(pref, other))
+
+
+def with_binomial_floor(est: Estimate) -> Estimate:
+    """The exact binomial test on m untied pairs can reach no p below t^m (all wins; (1 − t)^m for `<`)."""
+    from dataclasses import replace
+
+    if est.undefined is not None:
+        return est
+    m = int(est.detail["wins"] + est.detail["losses"])
+
+    def p_floor(t, side):
+        return 1.0 if m == 0 else float((t if side == "greater" else 1.0 - t) ** m)
+
+    return replace(est, p_floor=p_floor, test="exact binomial (untied pairs)")
 
 
 def _pair_clusters(ctx: StatContext, arm: str, n_pairs: int) -> tuple[np.ndarray, bool]:

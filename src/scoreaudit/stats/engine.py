@@ -67,7 +67,16 @@ def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
             "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.test_name,
             "se": est.se, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
             "qualifier": None, "interval": est.family, "where": [list(w) for w in cell.where],
-            "detail": dict(est.detail), "_est": est}
+            "detail": _with_floor(dict(est.detail), est, cell), "_est": est}
+
+
+def _with_floor(detail: dict, est: Estimate, cell: CellIR) -> dict:
+    """The cell's detail plus `smallest_p`, the smallest p its (discrete) test can reach (None: not discrete)."""
+    t = cell.test
+    floor = est.smallest_p(t.kind, t.threshold, t.low, t.high)
+    if floor is not None:
+        detail["smallest_p"] = floor
+    return detail
 
 
 def cell_estimate(ctx: StatContext, cell: CellIR, arm=None) -> Estimate:
@@ -180,6 +189,23 @@ def tie_warnings(cells: list[dict]) -> list[dict]:
                                f"{100 * share:.0f}% of its clusters have tied ranks; each tie counts at its "
                                "expected value over random tie orders, so the estimate does not depend on "
                                "file names, but read it as a rate on coarse scores"})
+    return out
+
+
+def level_warnings(cells: list[dict], alpha: float) -> list[dict]:
+    """W0423 for every cell whose test cannot reach alpha: its smallest attainable p (detail `smallest_p`,
+    the design's: every informative pair on the claimed side) exceeds it, so the claim is never supported.
+    Nothing else says so: the cell would read as an ordinary inconclusive one."""
+    out = []
+    for c in cells:
+        floor = (c.get("detail") or {}).get("smallest_p")
+        if floor is None or not floor > alpha:
+            continue
+        out.append({"code": "W0423", "arm": c.get("arm"), "cell": c["id"], "smallest_p": float(floor),
+                    "message": f"cell {c['id']} ({c['statistic']} for {c.get('scorer')}, {c.get('method')}): the "
+                               f"smallest p its test can reach on these data is {floor:.3g} > alpha = {alpha:g}, "
+                               "so the claim cannot be supported whatever the outcome; add pairs (clusters) "
+                               "that the readings judge differently, or state the claim as descriptive"})
     return out
 
 
@@ -337,7 +363,7 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
     if cr:
         derived["contrasts"] = rows_table(cr)
     res = {"cells": cells, "hypotheses": hyps, "verdicts": verd, "validations": vals, "sections": secs,
-           "warnings": scale_warnings(ctx, cells) + tie_warnings(cells)}
+           "warnings": scale_warnings(ctx, cells) + tie_warnings(cells) + level_warnings(cells, ctx.alpha)}
     return res, derived, ctx
 
 

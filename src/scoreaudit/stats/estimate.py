@@ -87,6 +87,31 @@ class Estimate:
     jack: np.ndarray | None = None  # leave-one-cluster-out estimates (BCa acceleration)
     ci: CI = "bca"  # interval family of bootstrap intervals (the audit's `ci` setting)
     test: str | None = None  # the test's name as cells and reports print it (`method`); None: from `method`
+    # Discrete tests: p_floor(t, side) is the smallest one-sided p the design can give (exact binomial,
+    # sign-flip); when it exceeds alpha the claim cannot be supported whatever the data (W0423).
+    p_floor: Callable[[float, str], float] | None = field(default=None, compare=False, repr=False)
+
+    def smallest_p(self, kind: str, threshold: float | None = None, low: float | None = None,
+                   high: float | None = None) -> float | None:
+        """The smallest p this cell's test can reach for a claim of `kind`; None when not discrete.
+
+        A bootstrap inversion's floor is 1/(B + 1); equivalence takes the larger of its two sides."""
+        if self.undefined is not None:
+            return None
+        floor = self.p_floor
+        if floor is None and self.method == "bootstrap" and self.p_fn is None and self.boot is not None \
+                and len(self.boot):
+            def floor(t, side, b=len(self._finite_boot())):
+                return 1.0 / (b + 1)
+        if floor is None:
+            return None
+        if kind == "greater":
+            return float(floor(float(threshold), "greater"))
+        if kind == "less":
+            return float(floor(float(threshold), "less"))
+        if kind == "equivalence":
+            return float(max(floor(float(low), "greater"), floor(float(high), "less")))
+        return None
 
     @property
     def test_name(self) -> str:
