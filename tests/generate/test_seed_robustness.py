@@ -22,8 +22,12 @@ hypothesis H "men score higher" {
 }
 '''
 
-# per seed, (man, woman) scores of two images each: gaps +2, +0.5, -1 (raw units)
-SCORES = {0: ((3.0, 3.0), (1.0, 1.0)), 1: ((2.0, 2.0), (1.5, 1.5)), 2: ((1.0, 1.0), (2.0, 2.0))}
+# per seed, (man, woman) scores of two images each, ±D around the group's mean: gaps +2, +0.5, -1 (raw units).
+# (Not two equal scores per group: zero variance within the groups makes the gap's SE 0, a degenerate cell.)
+D = 0.5
+GAPS = (2.0, 0.5, -1.0)
+SCORES = {0: ((3.0 + D, 3.0 - D), (1.0 + D, 1.0 - D)), 1: ((2.0 + D, 2.0 - D), (1.5 + D, 1.5 - D)),
+          2: ((1.0 + D, 1.0 - D), (2.0 + D, 2.0 - D))}
 
 
 def _tables(layout: str = "hand"):
@@ -55,14 +59,15 @@ def test_same_sign_and_same_outcome_rates_match_a_hand_computation(tmp_path, lay
     cells = ir.cells()
     out = evaluate_cells(ctx, cells)
     # group_gap z-scores the scores of the images it is given (SD ddof=1), then man mean − woman mean.
-    # All seeds: raw gap 2 − 1.5 = 0.5; the 12 scores have SD sqrt(5.75 / 11).
-    assert out[0]["estimate"] == pytest.approx(0.5 / math.sqrt(5.75 / 11))
+    # All seeds: raw gap 2 − 1.5 = 0.5; the 12 scores have SD sqrt((5.75 + 12 D²) / 11).
+    assert out[0]["estimate"] == pytest.approx(0.5 / math.sqrt((5.75 + 12 * D * D) / 11))
     seed_robustness(ctx, cells, out)
     r = out[0]["seed_robustness"]
     assert r["seeds"] == 3
     assert [p["seed"] for p in r["per_seed"]] == [0, 1, 2]
-    # each seed alone: two values ±h around the mean, SD = h·sqrt(4/3), so the z gap is ±2/sqrt(4/3) = ±sqrt(3)
-    assert [p["estimate"] for p in r["per_seed"]] == pytest.approx([math.sqrt(3), math.sqrt(3), -math.sqrt(3)])
+    # each seed alone: four values ±g/2 ± D around the mean, SD = sqrt((g² + 4D²)/3), z gap g / SD
+    assert [p["estimate"] for p in r["per_seed"]] == pytest.approx([g / math.sqrt((g * g + 4 * D * D) / 3)
+                                                                    for g in GAPS])
     assert r["same_sign_rate"] == pytest.approx(2 / 3)  # seeds 0 and 1 agree with the + of all seeds
     expected = sum(p["outcome"] == out[0]["outcome"] for p in r["per_seed"]) / 3
     assert r["same_outcome_rate"] == pytest.approx(expected)
@@ -82,3 +87,21 @@ def test_only_generated_arms_get_seed_robustness(tmp_path):
     out = evaluate_cells(ctx, ir.cells())
     seed_robustness(ctx, ir.cells(), out)
     assert "seed_robustness" not in out[0]
+
+
+def test_a_rank_statistic_on_one_seed_alone_is_undefined_not_supported(tmp_path):
+    """A template arm's seed alone is one counterfactual set, evaluated with its images as clusters: every
+    'cluster' then holds one image, which ranks first whatever it scores. Before, every seed's mean rank was
+    1 with a bootstrap that never moved, so each seed was "supported" against the pooled outcome; now those
+    clusters are left out (named) and each seed's cell is undefined with the reason."""
+    spec = tmp_path / "s.audit"
+    spec.write_text(SPEC.replace('group_gap(gender, "man", "woman") > 0', 'mean_rank(gender, "man") < 1.6'))
+    ir, _ = api.compile(spec)
+    ctx = StatContext(ir, _tables("runtime"))
+    cells = ir.cells()
+    out = evaluate_cells(ctx, cells)
+    assert out[0]["undefined"] is None  # all seeds: three sets of four images
+    seed_robustness(ctx, cells, out)
+    per = out[0]["seed_robustness"]["per_seed"]
+    assert [p["outcome"] for p in per] == ["inconclusive"] * 3
+    assert all(p["estimate"] is None and "two or more scored images" in p["undefined"] for p in per)

@@ -360,6 +360,36 @@ class StatContext:
                        undefined=f"{why}: a score change in SD units is undefined (use `scale: raw`, "
                                  f"or check why {scorer} gives every image the same score)")
 
+    def value_scale(self, call: StatCallIR, arm: "str | ArmData | None", scorer: str) -> float:
+        """The typical size of a statistic's values, against which a spread counts as numerically zero:
+        the SD of the scorer's original scores for a statistic in raw score units, else 1 (SD units,
+        shares, ranks, correlations)."""
+        from scoreaudit import registry
+
+        registry.load_plugins()
+        entry = registry.statistics.get(call.name) if call.name in registry.statistics else None
+        if entry is None or entry.meta.get("unit") != "sd" or self.standardised() or arm is None:
+            return 1.0
+        try:
+            s = self.original_scores(self.arm(arm).root, scorer)
+        except (KeyError, ValueError, StatError):
+            return 1.0
+        s = s[np.isfinite(s)]
+        sd = float(np.std(s, ddof=1)) if len(s) >= 2 else 0.0
+        return sd if sd > 0 else 1.0
+
+    def _degenerate(self, est: Estimate, call: StatCallIR, arm: "str | ArmData | None", scorer: str) -> Estimate:
+        """A cell whose inputs are degenerate is undefined with the reason (stats/degenerate.py): one
+        check for every statistic, so none prints a number its sentence would call undefined."""
+        from scoreaudit.stats.degenerate import degeneracy
+
+        why = degeneracy(est, self.value_scale(call, arm, scorer))
+        if why is None:
+            return est
+        from dataclasses import replace
+
+        return replace(est, estimate=float("nan"), undefined=f"{call.name}: {why}")
+
     def deltas(self, arm: "str | ArmData", scorer: str, operator: str,
                scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(doses, Δ) with Δ[i, j] = s(i, o, d_j) − s(i, o, d0), images × doses; divided by the
@@ -449,8 +479,8 @@ class StatContext:
         if key not in self._cache:
             fn: Callable[..., Estimate] = estimator_for(call.name)  # a missing estimator raises: a bug
             try:
-                self._cache[key] = self._sd_undefined(fn(self, call, arm, scorer).with_ci(self.settings.ci),
-                                                      arm, scorer)
+                est = self._sd_undefined(fn(self, call, arm, scorer).with_ci(self.settings.ci), arm, scorer)
+                self._cache[key] = self._degenerate(est, call, arm, scorer)
             except StatError as e:
                 self._cache[key] = Estimate(float("nan"), "fixed", undefined=str(e))
             except (KeyError, ValueError, IndexError, ZeroDivisionError, np.linalg.LinAlgError) as e:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -272,9 +272,21 @@ _FISHER_VAR = {"pearson": 1.0, "spearman": 1.06, "kendall": 0.437}
 _FISHER_DF = {"pearson": 3, "spearman": 3, "kendall": 4}
 
 
+class _Undefined(NamedTuple):
+    statistic: float = float("nan")
+    pvalue: float = float("nan")
+
+
 def correlation(x: np.ndarray, y: np.ndarray, method: str):
+    """scipy's correlation test; a constant (or numerically constant) side gives NaN without calling scipy,
+    whose ConstantInputWarning would otherwise reach the terminal (a bootstrap resample that draws one
+    value several times is constant; the cell's own degeneracy is reported by stats/degenerate.py)."""
     from scipy import stats
 
+    from scoreaudit.stats.degenerate import numerically_constant
+
+    if len(x) < 2 or numerically_constant(x) or numerically_constant(y):
+        return _Undefined()
     fn = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}[method]
     return fn(x, y)
 

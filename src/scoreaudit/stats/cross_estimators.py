@@ -202,7 +202,15 @@ filter_worst = _ranked(True)
 
 
 def correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
-    """Per-group values of the inner statistic (one per level of `by`) against an external table."""
+    """Per-group values of the inner statistic (one per level of `by`) against an external table.
+
+    Every group left out is counted and named with its reason (its inner cell is undefined, or the table
+    has no value for it); per-group values that are numerically constant (e.g. gaps of order 1e-17,
+    floating-point noise, relative to the inner statistic's scale) make the cell undefined instead of a
+    correlation of noise.
+    """
+    from scoreaudit.stats.degenerate import REL_TOL, numerically_constant
+
     inner = call.inner
     if inner is None:
         raise StatError("correlate(...) needs a statistic as its first argument")
@@ -216,27 +224,57 @@ def correlate(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Esti
     a = ctx.arm(arm)
     if by not in a.images.columns:
         raise StatError(f"column {by!r} is not in the manifest of arm {arm!r}")
-    xs, ys, groups = [], [], []
     lookup = dict(zip(ext[by].astype(str), pd.to_numeric(ext[column], errors="coerce")))
-    for g in sorted(a.images[by].astype(str).unique()):
-        sub = a.subset(f"{by}={g}", a.images[by].astype(str).to_numpy() == g)
-        est = ctx.evaluate(inner, sub, scorer)
-        if np.isfinite(est.estimate) and g in lookup and np.isfinite(lookup[g]):
-            xs.append(est.estimate)
-            ys.append(lookup[g])
-            groups.append(g)
+    groups, xs, ys, dropped = _correlate_groups(ctx, inner, a, scorer, by, lookup, column)
+    det = {"groups": groups, "values": xs, "table_values": ys, "n_groups": len(xs),
+           "n_dropped": len(dropped), "dropped": dropped}
     if len(xs) < 3:
-        return Estimate(float("nan"), "fixed", undefined=f"fewer than 3 groups of {by!r} with both values")
-    method = call.params.get("method", "pearson")
-    r = cross.correlation(np.array(xs), np.array(ys), method)
-    rng = a.rng("correlate", by)
-    boot = np.array([cross.correlation(np.array(xs)[i], np.array(ys)[i], method).statistic
-                     for i in (rng.integers(0, len(xs), len(xs)) for _ in range(ctx.n_boot))])
+        return Estimate(float("nan"), "fixed", detail=det,
+                        undefined=f"fewer than 3 groups of {by!r} with both values ({len(xs)}; "
+                                  f"{len(dropped)} left out: {_named(dropped)})")
     x_arr, y_arr = np.array(xs), np.array(ys)
+    scale = ctx.value_scale(inner, a, scorer)
+    for what, v, ref in ((f"{inner.name} per group of {by!r}", x_arr, scale), (f"{column!r} in {table!r}", y_arr, 1.0)):
+        if numerically_constant(v, ref):
+            return Estimate(float("nan"), "fixed", detail={**det, "values": None},
+                            undefined=f"the values of {what} do not vary (spread below {REL_TOL:g} × their scale): "
+                                      "a correlation is undefined")
+    method = call.params.get("method", "pearson")
+    r = cross.correlation(x_arr, y_arr, method)
+    rng = a.rng("correlate", by)
+    boot = np.array([cross.correlation(x_arr[i], y_arr[i], method).statistic
+                     for i in (rng.integers(0, len(xs), len(xs)) for _ in range(ctx.n_boot))])
 
     def p_fn(t, side):
         return float(cross._one_sided_corr(x_arr, y_arr, method, side)) if t == 0 else None
 
     return Estimate(float(r.statistic), "bootstrap", boot=boot, p_fn=p_fn,
-                    detail={"groups": groups, "values": xs, "table_values": ys, "n_groups": len(xs),
-                            "p_two_sided": float(r.pvalue)})
+                    detail={**det, "p_two_sided": float(r.pvalue)})
+
+
+def _correlate_groups(ctx: StatContext, inner: StatCallIR, a, scorer: str, by: str, lookup: dict,
+                      column: str) -> tuple[list, list, list, dict]:
+    """(groups, inner values, table values, {dropped group: reason}) over the levels of `by`."""
+    groups, xs, ys, dropped = [], [], [], {}
+    labels = a.images[by].astype(str)
+    for g in sorted(labels.unique()):
+        est = ctx.evaluate(inner, a.subset(f"{by}={g}", labels.to_numpy() == g), scorer)
+        y = lookup.get(g, float("nan"))
+        if est.undefined is not None or not np.isfinite(est.estimate):
+            dropped[g] = f"{inner.name} is undefined there: {est.undefined or 'no estimate'}"
+        elif not np.isfinite(y):
+            dropped[g] = f"the table has no numeric {column!r} for it"
+        else:
+            groups.append(g)
+            xs.append(float(est.estimate))
+            ys.append(float(y))
+    return groups, xs, ys, dropped
+
+
+def _named(dropped: dict, limit: int = 5) -> str:
+    """The first few dropped groups with their reasons, in words."""
+    if not dropped:
+        return "none"
+    items = [f"{g} ({why})" for g, why in list(dropped.items())[:limit]]
+    more = len(dropped) - limit
+    return "; ".join(items) + (f"; and {more} more" if more > 0 else "")

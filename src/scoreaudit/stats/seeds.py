@@ -74,7 +74,7 @@ def seed_robustness(ctx: StatContext, cells: list[CellIR], cells_out: list[dict]
             else:
                 outcome = number_outcome(est, cell.test, cell_p(est, cell.test), ctx.alpha)
             value = float(est.estimate) if math.isfinite(est.estimate) else None
-            per.append({"seed": s, "estimate": value, "outcome": outcome})
+            per.append({"seed": s, "estimate": value, "outcome": outcome, "undefined": est.undefined})
         same_sign = [(_sign(p["estimate"]) == full) for p in per] if math.isfinite(full) else None
         c["seed_robustness"] = {
             "seeds": len(per), "per_seed": per,

@@ -158,7 +158,24 @@ def _decomposition_entry(ctx, c: dict) -> dict | None:
                                    title="Observed gap and its two parts"),
             "beta": fmt.signed(d.get("beta")), "mgap": fmt.signed(d.get("measure_gap")), "measure": d.get("measure"),
             "per": per, "munit": munit if munit != d.get("measure") else "",
-            "share_attribute": fmt.pct(d.get("share_attribute")), "share_confound": fmt.pct(d.get("share_confound"))}
+            "shares": _shares_text(c, d)}
+
+
+def _shares_text(c: dict, d: dict) -> str:
+    """The footnote's attribute and confound shares, or why they are undefined, with no number then.
+
+    A share is part / observed gap: `share` (stats/comparisons.py) calls it undefined when the observed
+    gap's (1 − alpha) CI includes 0; the footnote follows the same rule (and the cell's own undefined
+    reason), so it never prints "174%" under a sentence that says the share is undefined.
+    """
+    import math
+
+    lo, hi = (d.get("observed_ci") or [None, None])[:2]
+    finite = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (lo, hi))
+    if c.get("undefined") or not finite or lo <= 0.0 <= hi:
+        return "attribute and confound shares undefined (the observed gap's CI includes 0: no gap to share)"
+    return (f"attribute share {fmt.pct(d.get('share_attribute'))}, "
+            f"confound share {fmt.pct(d.get('share_confound'))}")
 
 
 @section("comparisons", order=85, title="Comparisons between readings")
