@@ -108,6 +108,25 @@ def test_the_missing_score_is_an_exclusion_with_its_reason(bundle):
     assert "ir_orig" in ex[0]["reason"] and "ir_dist_img_orig_prompt" in ex[0]["reason"]
 
 
+def test_the_missing_score_is_a_null_that_sql_skips(bundle):
+    """METHODS: missing values are nulls, counted as exclusions; before, the NaN row made duckdb's
+    count(score) count it and avg(score) NaN."""
+    import math
+
+    import duckdb
+
+    folder, results = bundle
+    scores = folder / "out" / "tables" / "scores.parquet"
+    con = duckdb.connect()
+    q = f"select count(*), count(score), avg(score) from '{scores}' where scorer = 'ir_orig'"
+    n_rows, n_score, avg = con.execute(q).fetchone()
+    assert n_score == n_rows - 1 and math.isfinite(avg)
+    assert con.execute(f"select image_id from '{scores}' where score is null").fetchall() == [("p6:other",)]
+    excl = folder / "out" / "tables" / "exclusions.parquet"
+    rows = con.execute(f"select image_id, reason from '{excl}' where stage = 'score'").fetchall()
+    assert [r[0] for r in rows] == ["p6:other"] and "ir_dist_img_orig_prompt" in rows[0][1]
+
+
 def test_provenance_names_the_manifest(bundle):
     folder, results = bundle
     sha = hashlib.sha256((folder / "data" / "wide.json").read_bytes()).hexdigest()

@@ -189,7 +189,7 @@ class ScorerSlot:
         out: list[float | str] = []
         for r in requests:
             v = look.get(r.step.key)
-            out.append(str(v["failure"]) if isinstance(v, dict) else float(v))
+            out.append(str(v["failure"]) if isinstance(v, dict) else _finite_or_reason(self.name, float(v)))
         return out
 
     @property
@@ -237,3 +237,11 @@ def build_scorer(sir: ScorerIR, device: str, base_dir: Path | None = None) -> An
     from scoreaudit.runtime.scorers import make_scorer
 
     return make_scorer(sir, device=device, base_dir=base_dir)
+
+
+def _finite_or_reason(scorer: str, v: float) -> float | str:
+    """A score, or (NaN, ±inf) the reason it is none: a missing score is an exclusion with its reason, like
+    any other failure, never a silent NaN row."""
+    import math
+
+    return v if math.isfinite(v) else f"scorer '{scorer}' returned {v!r}, not a finite score"

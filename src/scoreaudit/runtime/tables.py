@@ -168,10 +168,26 @@ def to_arrow(name: str, rows: list[dict[str, Any]], columns: Mapping[str, list] 
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+#: Value columns whose missing values (NaN in memory) are stored as nulls: SQL's count() and avg() skip a
+#: null but count a NaN and return NaN (spec/bundle.md). Readers get NaN back (pandas), so statistics read
+#: the same numbers either way.
+MISSING_AS_NULL: dict[str, tuple[str, ...]] = {"scores": ("score",), "measures": ("value",)}
+
+
+def missing_as_null(name: str, table: pa.Table) -> pa.Table:
+    """`table` with NaN in its value columns replaced by null (the columns keep their float64 type)."""
+    for col in MISSING_AS_NULL.get(name, ()):
+        i = table.schema.get_field_index(col)
+        arr = table.column(i)
+        table = table.set_column(i, table.schema.field(i), pa.compute.if_else(
+            pa.compute.is_nan(arr), pa.scalar(None, arr.type), arr))
+    return table
+
+
 def write_tables(tables: Tables, tables_dir: Path) -> dict[str, Path]:
     out = {}
     for name in SCHEMAS:
         path = tables_dir / f"{name}.parquet"
-        write_parquet(to_arrow(name, getattr(tables, name), tables.replayed.get(name)), path)
+        write_parquet(missing_as_null(name, to_arrow(name, getattr(tables, name), tables.replayed.get(name))), path)
         out[name] = path
     return out
