@@ -452,12 +452,6 @@ CATALOGUE: tuple[Code, ...] = (
        "reproducible, but on coarse scores (e.g. in quarters) it is a rate over tie orders, not one ranking. "
        "Written to results.json `warnings` by `run`; the share is the cell's `tie_share`.",
        "Score at a finer resolution if the scorer allows it, or report the tie share with the estimate."),
-    _r("W0422", "many tied rankings", "More than 20% of a ranking cell's clusters (`recall_best`, "
-       "`filter_worst`, `mean_rank`, `rank_spread`) have tied scores or tied human ranks. Ties count at their "
-       "expected value over random tie orders (never by file name or row order), so the estimate is "
-       "reproducible, but on coarse scores (e.g. in quarters) it is a rate over tie orders, not one ranking. "
-       "Written to results.json `warnings` by `run`; the share is the cell's `tie_share`.",
-       "Score at a finer resolution if the scorer allows it, or report the tie share with the estimate."),
     _r("W0423", "a level the test cannot reach", "A discrete test (the exact binomial test of "
        "`pairwise_accuracy`, the sign-flip test of a difference of accuracies, McNemar's when nothing is tied) "
        "has a smallest attainable p set by how many pairs (clusters) can carry evidence: k informative pairs "
