@@ -143,3 +143,22 @@ def test_the_guard_leaves_ordinary_cells_alone():
     # raw score units: spreads are judged against the scores' SD, not against 1
     assert not numerically_constant([1e-9, 2e-9, 3e-9], scale=1e-8)
     assert numerically_constant([1e-17, 2e-17], scale=1.0)
+
+
+def test_a_constant_bootstrap_does_not_undo_an_analytic_test():
+    """Every pair right under one scorer and wrong under the other: the per-pair differences are all 1, the
+    bootstrap never moves, and the sign-flip test (its Monte-Carlo floor 1/20,000 at 30 clusters) still decides:
+    supported, not undefined."""
+    from test_comparisons import PA, _compare, _ir, _pairs_tables
+
+    from scoreaudit.compiler.ir import ReadingIR, TestIR as Claim
+    from scoreaudit.stats.context import StatContext
+    from scoreaudit.stats.outcomes import cell_p, number_outcome
+
+    ctx = StatContext(_ir(n_boot=400), _pairs_tables(n=30, p1=1.0, p2=0.0))
+    est = ctx.evaluate(_compare("difference", ReadingIR(statistic=PA, arm="wide", scorer="s1"),
+                                ReadingIR(statistic=PA, arm="wide", scorer="s2")), None, "s1:s2")
+    assert est.undefined is None and est.estimate == 1.0
+    claim = Claim(kind="greater", threshold=0.0, text="difference(...) > 0")
+    p = cell_p(est, claim)
+    assert p < 1e-3 and number_outcome(est, claim, p, 0.05) == "supported"

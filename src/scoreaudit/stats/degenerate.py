@@ -49,7 +49,10 @@ def degeneracy(est: Estimate, scale: float = 1.0) -> str | None:
                     "interval are undefined")
     if est.method == "normal" and est.se is not None and not (est.se > REL_TOL * max(scale, abs(est.estimate))):
         return "its standard error is zero (or numerically zero): the test and its interval are undefined"
-    if est.method == "bootstrap" and est.boot is not None and numerically_constant(est.boot, scale):
+    # a statistic with its own analytic test (exact binomial, sign-flip) keeps it: a bootstrap that never
+    # moves only makes its interval a point (every pair right is a finding, not a degenerate input)
+    if est.method == "bootstrap" and est.p_fn is None and est.boot is not None \
+            and numerically_constant(est.boot, scale):
         return ("the cluster bootstrap shows no variation (every replicate gives the same value): the "
                 "interval and test are undefined")
     return None
