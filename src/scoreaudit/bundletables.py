@@ -46,6 +46,11 @@ PROBE_SCHEMA = pa.schema([("probe", pa.string()), ("scorer", pa.string()), ("pro
                           ("cluster", pa.string()), ("seed", pa.int64()), ("iteration", pa.int64()),
                           ("measure", pa.string()), ("label", pa.string()), ("value", pa.float64())])
 
+#: `tables/probe_prompts.parquet`, beside probe.parquet: each probe prompt's attributes (a template's factor
+#: levels, a prompts table's other columns), one row per (probe, cluster, column); what `where` selects by.
+PROBE_PROMPTS_SCHEMA = pa.schema([("probe", pa.string()), ("cluster", pa.string()), ("prompt", pa.string()),
+                                  ("column", pa.string()), ("value", pa.string())])
+
 _FLOAT = ("estimate", "ci_low", "ci_high", "ci_level", "p", "q", "se", "mean", "dose", "value", "score",
           "coverage", "fi", "asymmetry", "asym_ci_low", "asym_ci_high", "asym_p", "ratio", "fi_operator",
           "fi_placebo", "net", "p_greater_0", "p_less_0", "argmax_drift", "argmax_ci_low", "argmax_ci_high",

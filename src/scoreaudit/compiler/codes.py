@@ -215,13 +215,6 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0466", "`where` value never occurs", "No row of the arm's manifest has that value in the column, so the "
          "reading would be empty (checked when the manifest exists at check time).",
          "Use a value the column holds (the help lists them)."),
-    Code("E0476", "`where` on a statistic that reads no single arm", "A claim about one stratum "
-         "(`θ where COLUMN = VALUE > t`) selects rows of the arm the statistic is computed on; a cross-arm statistic "
-         "(`transfers`) or a probe's statistic has no such rows.",
-         "Put `where` on a statistic computed on one arm, or compare strata with "
-         "`difference(θ where c = a, θ where c = b)`.",
-         'probe up = reno(pick, pipeline: "sd", prompts: "prompts.txt", iterations: 2, seeds: 0..1, '
-         'measures: [ita])\nhypothesis S1 "t" {\n  probe_drift(up, measure: ita) where race = "Black" > 0\n}\n'),
     Code("E0467", "share of something other than a decomposition", "`share(..., part:)` takes a `decompose(...)`.",
          "Write `share(decompose(group_gap(...), via: attribute_effect(...)), part: confound)`.",
          'hypothesis S6 "t" {\n  share(fidelity_index(light), part: confound) > 0.5 on synthetic for each scorer\n}\n'),

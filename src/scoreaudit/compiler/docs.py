@@ -212,9 +212,12 @@ A claim about one stratum puts `where` on the statistic itself:
 `abs(...)` and with several `where`). The cell is the statistic on the arm's
 images of that stratum, with their own clusters and bootstrap, and its id ends
 in the condition (`H1/laion/real@race=Black`); the column and value are
-checked like a reading's (E0465, E0466), an empty stratum is undefined, and a
-statistic that reads no single arm (a probe's, `transfers`) takes no `where`
-(E0476).
+checked like a reading's (E0465, E0466), and an empty stratum is undefined.
+On a probe's statistic (`probe_drift`, `probe_shift`, alone or as a reading),
+`where` selects the probe's prompts by their attributes: a template's factors
+(checked with their levels) or the other columns of a `.csv` prompts table
+(checked when the run reads it): `difference(probe_drift(up, measure: ita)
+where gender = "woman", probe_drift(up, measure: ita) where gender = "man") > 0`.
 
 `decompose(group_gap(s, a, b), via: attribute_effect(o, measure: m))` and
 `share(decompose(...), part: attribute | confound)` split an observed gap

@@ -370,15 +370,10 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
                   f"add an equivalence margin in the statistic's units, e.g. `{text(low.bound.call)[:-1]}, margin: 0.1)`")
     scope = low.entry.meta.get("scope", "arm") if low is not None else "arm"
     stratum = _stratum(claim.expr)
-    if stratum is not None and scope != "arm":
-        sink.emit("E0476", stratum.where[0], f"`{low.name}` reads no single arm, so `where` has no rows to select",
-                  "put `where` on a statistic computed on one arm, e.g. `fidelity_index(light) where race = \"Black\""
-                  " > 0 on real`")
-        return None
-    if scope == "probe":  # a probe's statistic: its own scorer, no arm (compiler/probes.py)
+    if scope == "probe":  # a probe's statistic: its own scorer, no arm (compiler/probes.py); `where`: its prompts
         from scoreaudit.compiler.probes import lower_probe_claim
 
-        return lower_probe_claim(h, k, claim, low, test, ok, st, multi)
+        return lower_probe_claim(h, k, claim, low, test, ok, st, multi, stratum)
 
     # scorers
     if isinstance(claim.scorers, ast.EachScorer) or not claim.scorers:

@@ -98,9 +98,46 @@ def _check_measure(low, probe: ir.ProbeIR, sink) -> None:
                       f"did you mean '{guess}'?" if guess else f"labels: {', '.join(labels)}")
 
 
+def with_where(low, where: tuple, probe, st):
+    """`low` restricted to the probe's prompts whose attributes hold every `where` value.
+
+    A probe reading has no arm to restrict, so its conditions travel in its statistic's params
+    (`where: [[column, value], ...]`; stats/probes.py selects the prompts in tables/probe_prompts).
+    A template's attributes are its factors, checked here with their levels; a prompts table's
+    columns are known only when the run reads it (an unknown one makes the cell undefined).
+    """
+    from dataclasses import replace
+
+    from scoreaudit.compiler.comparisons import _where_value
+
+    prompts = probe.call.params.get("prompts")
+    factors = prompts.get("factors", {}) if isinstance(prompts, dict) else None
+    ok = True
+    for w in where:
+        col, val = w.column.name, _where_value(w.value)
+        if factors is not None and col not in factors:
+            st.sink.emit("E0465", w.column, f"the prompts of probe `{probe.name}` have no factor `{col}` to select "
+                         "with `where`", f"factors of its template: {', '.join(factors) or 'none'}")
+            ok = False
+        elif factors is not None and isinstance(factors[col], list) and val not in [str(v) for v in factors[col]]:
+            st.sink.emit("E0466", w.value, f"factor `{col}` of probe `{probe.name}`'s template has no level "
+                         f"\"{val}\"", f"levels: {', '.join(str(v) for v in factors[col])}")
+            ok = False
+        elif isinstance(prompts, str) and not prompts.lower().endswith((".csv", ".tsv")):
+            st.sink.emit("E0465", w.column, f"the prompts of probe `{probe.name}` come from a plain list "
+                         f"('{prompts}'), which has no column `{col}`",
+                         "give the prompts as a .csv with a `prompt` column and the columns to select by, or as "
+                         "a template with factors")
+            ok = False
+    if not ok:
+        return None
+    rows = [[w.column.name, _where_value(w.value)] for w in where]
+    return replace(low, ir=low.ir.model_copy(update={"params": {**low.ir.params, "where": rows}}))
+
+
 def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test, ok: bool, st,
-                      multi: bool) -> Optional[list[ir.CellIR]]:
-    """The one cell of a claim on a probe statistic: the probe's scorer, no arm."""
+                      multi: bool, stratum=None) -> Optional[list[ir.CellIR]]:
+    """The one cell of a claim on a probe statistic: the probe's scorer, no arm (`stratum`: its `where`)."""
     sink = st.sink
     before = sink.error_count()
     if claim.arms:
@@ -113,6 +150,12 @@ def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test
     if probe is None:  # the probe's declaration failed (reported there)
         return None
     _check_measure(low, probe, sink)
+    suffix = ""
+    if stratum is not None:
+        low = with_where(low, stratum.where, probe, st)
+        if low is None:
+            return None
+        suffix = "".join(f"@{c}={v}" for c, v in low.ir.params["where"])
     # scorers: the probe's own (a probe optimises against one scorer)
     if isinstance(claim.scorers, tuple) and claim.scorers:
         for ident in claim.scorers:
@@ -124,7 +167,7 @@ def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test
     if sink.error_count() > before or test is None:
         return None
     prefix = f"{h.name.name}.{k + 1}" if multi else h.name.name
-    return [ir.CellIR(id=f"{prefix}/{probe.scorer}/{probe.name}", hypothesis=h.name.name, claim=k,
+    return [ir.CellIR(id=f"{prefix}/{probe.scorer}/{probe.name}{suffix}", hypothesis=h.name.name, claim=k,
                       scorer=probe.scorer, arm=None, arms=(), statistic=low.ir, test=test)]
 
 
@@ -192,7 +235,8 @@ def lower_probe_comparison(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
                   f"`{probes[0].scorer}`'s score, `{probes[1].name}` moves `{probes[1].scorer}`'s, and their "
                   "scores have different units", "compare a measure both probes record (e.g. `measure: ita`), or "
                   "take the `ratio(...)` of the two score changes")
-    if sink.error_count() > before or test is None:
+    lows = [with_where(low, r.where, probe, st) if r.where else low for low, r, probe in zip(lows, readings, probes)]
+    if sink.error_count() > before or test is None or any(low is None for low in lows):
         return None
     if lows[0].ir == lows[1].ir:
         sink.emit("E0464", comp, f"both sides of `{comp.kind}` are the same reading (`{text(comp.a.call)}`)",

@@ -163,7 +163,10 @@ def _table_rows(base: Path, name: str, root: Path | None) -> list[dict[str, str]
 
 
 def expand_prompts(prompts: Any, base: Path, allow_outside: bool = False) -> list[dict[str, Any]]:
-    """The generated arm's prompts: [{"prompt", "set", "factors": {name: level}}] in a stable order.
+    """The generated arm's prompts: [{"prompt", "set", "factors": {name: level}, "attributes"}] in a stable order.
+
+    `attributes` are what `where` can select prompts by (a probe's readings): a template's factor
+    levels, or a prompts table's other columns (none for a .txt file).
 
     A file gives one prompt per line (.txt) or per row of its `prompt` column
     (.csv/.tsv), each its own set; a template gives every combination of its
@@ -177,10 +180,12 @@ def expand_prompts(prompts: Any, base: Path, allow_outside: bool = False) -> lis
             rows = _table_rows(base, prompts, root)
             if rows and "prompt" not in rows[0]:
                 raise PromptsError(f"prompts file '{prompts}' has no 'prompt' column")
-            texts = [r["prompt"].strip() for r in rows if (r.get("prompt") or "").strip()]
-        else:
-            texts = [ln.strip() for ln in _read_text(base, prompts, root).splitlines() if ln.strip()]
-        return [{"prompt": t, "set": i, "factors": {}} for i, t in enumerate(texts)]
+            kept = [r for r in rows if (r.get("prompt") or "").strip()]
+            return [{"prompt": r["prompt"].strip(), "set": i, "factors": {},
+                     "attributes": {k: (v or "").strip() for k, v in r.items() if k and k != "prompt"}}
+                    for i, r in enumerate(kept)]
+        texts = [ln.strip() for ln in _read_text(base, prompts, root).splitlines() if ln.strip()]
+        return [{"prompt": t, "set": i, "factors": {}, "attributes": {}} for i, t in enumerate(texts)]
     levels: dict[str, list[str]] = {}
     for name, spec in prompts["factors"].items():
         if isinstance(spec, dict):
@@ -194,7 +199,7 @@ def expand_prompts(prompts: Any, base: Path, allow_outside: bool = False) -> lis
     out = []
     for combo in itertools.product(*(levels[n] for n in names)):
         f = dict(zip(names, combo))
-        out.append({"prompt": prompts["template"].format(**f), "set": 0, "factors": f})
+        out.append({"prompt": prompts["template"].format(**f), "set": 0, "factors": f, "attributes": dict(f)})
     return out
 
 

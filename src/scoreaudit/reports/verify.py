@@ -25,7 +25,8 @@ from html import unescape
 from pathlib import Path
 from typing import Any, Iterator
 
-RUNTIME_TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe")  # probe: optimisation probes
+RUNTIME_TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe",  # probe: optimisation probes
+                  "probe_prompts")
 RECORDS = ("ir.json", "run.json", "lock.json", "plan.json", "spec.audit", "run.log")
 # keys whose values legitimately differ between two analyses of the same tables
 VOLATILE = {"bundle", "environment", "tool"}

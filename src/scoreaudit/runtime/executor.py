@@ -690,10 +690,14 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
             backend.close()
     paths = write_tables(tables, out_dir / "tables")
     if ir.probes:
-        from scoreaudit.bundletables import PROBE_SCHEMA, rows_table, write_parquet
+        from scoreaudit.bundletables import PROBE_PROMPTS_SCHEMA, PROBE_SCHEMA, rows_table, write_parquet
+        from scoreaudit.runtime.probe import prompt_rows
 
         write_parquet(rows_table(probe_rows, schema=PROBE_SCHEMA), out_dir / "tables" / "probe.parquet")
         paths["probe"] = out_dir / "tables" / "probe.parquet"
+        attrs = [r for name in probed for r in prompt_rows(ir.probes[name], spec_dir, allow_outside)]
+        write_parquet(rows_table(attrs, schema=PROBE_PROMPTS_SCHEMA), out_dir / "tables" / "probe_prompts.parquet")
+        paths["probe_prompts"] = out_dir / "tables" / "probe_prompts.parquet"
     first = min(filter(None, [first_score_time(cache_path, ctx.score_keys), *ctx.replayed_first]), default=None)
     finished = utc_now()
     images: dict[str, int] = {}

@@ -55,6 +55,19 @@ class Trajectory:
     key: str
 
 
+def prompt_rows(probe: ProbeIR, spec_dir: Path, allow_outside: bool = False) -> list[dict]:
+    """Each prompt's attributes (`tables/probe_prompts.parquet`): what `where` selects a probe's prompts by.
+
+    Clusters are numbered as `trajectories` numbers them (one per prompt, in the expanded order).
+    """
+    try:
+        rows = expand_prompts(probe.call.params["prompts"], spec_dir, allow_outside)
+    except PromptsError as exc:
+        raise _error(probe.name, str(exc), exc.help, code=exc.code, kind="probe") from None
+    return [{"probe": probe.name, "cluster": f"p{i:04d}", "prompt": row["prompt"], "column": col, "value": str(v)}
+            for i, row in enumerate(rows) for col, v in row.get("attributes", {}).items()]
+
+
 def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scorer_key: dict,
                  allow_outside: bool = False) -> list[Trajectory]:
     p = probe.call.params

@@ -60,7 +60,8 @@ from scoreaudit.compiler.ir import ORIGINAL, AuditIR, StatCallIR
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, weighted_ratio
 from scoreaudit.stats.estimate import Estimate, estimator_for
 
-TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe")  # probe: stats/probes.py
+TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe",  # probe: stats/probes.py
+          "probe_prompts")  # each probe prompt's attributes, for `where` on probe readings
 
 
 class StatError(Exception):

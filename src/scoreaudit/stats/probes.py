@@ -44,6 +44,7 @@ class ProbeShape:
     prompts: tuple[str, ...]
     seeds: tuple[int, ...]
     declared: bool  # False: the prompts could not be read, DEFAULT_PROMPTS placeholders stand in
+    attributes: tuple[dict, ...] = ()  # per prompt: what `where` selects by (compiler.prompts.expand_prompts)
 
 
 def probe_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ProbeShape]:
@@ -55,27 +56,49 @@ def probe_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ProbeShape]
     for name, probe in ir.probes.items():
         p = probe.call.params
         seeds = tuple(seed_list(p.get("seeds", 1)))
-        prompts: list[str] = []
-        if spec_path is not None:
-            base = Path(spec_path).resolve().parent
-            files = [p["prompts"]] if isinstance(p["prompts"], str) else \
-                [f["file"] for f in p["prompts"].get("factors", {}).values() if isinstance(f, dict)]
+        rows: list[dict] = []
+        files = [p["prompts"]] if isinstance(p["prompts"], str) else \
+            [f["file"] for f in p["prompts"].get("factors", {}).values() if isinstance(f, dict)]
+        if spec_path is not None or not files:  # a template of listed levels reads no file
+            base = Path(spec_path).resolve().parent if spec_path is not None else Path(".")
             if all(inside(base / f, base) for f in files):  # the one containment check
                 try:
-                    prompts = [r["prompt"] for r in expand_prompts(p["prompts"], base)]
+                    rows = expand_prompts(p["prompts"], base)
                 except PromptsError:
-                    prompts = []
-        out[name] = ProbeShape(tuple(prompts), seeds, True) if prompts else \
+                    rows = []
+        out[name] = ProbeShape(tuple(r["prompt"] for r in rows), seeds, True,
+                               tuple(r.get("attributes", {}) for r in rows)) if rows else \
             ProbeShape(tuple(f"prompt {k}" for k in range(DEFAULT_PROMPTS)), seeds, False)
     return out
 
 
-def _ends(ctx: StatContext, probe: str, measure: str, label: str | None) -> pd.DataFrame:
-    """First and last value per trajectory: columns traj, cluster, first, last."""
+def _selected_clusters(ctx: StatContext, probe: str, where) -> set[str]:
+    """The clusters (prompts) of `probe` whose attributes hold every `where` value (tables/probe_prompts)."""
+    from scoreaudit.stats.context import StatError
+
+    a = ctx.tables.get("probe_prompts")
+    a = a[a["probe"] == probe] if a is not None and len(a) else pd.DataFrame(columns=["cluster", "column", "value"])
+    keep: set[str] | None = None
+    for col, value in where:
+        rows = a[a["column"] == col]
+        if not len(rows):
+            raise StatError(f"the prompts of probe {probe} have no attribute {col!r} (where {col} = {value!r})")
+        hit = set(rows.loc[rows["value"].astype(str) == str(value), "cluster"].astype(str))
+        keep = hit if keep is None else keep & hit
+    if not keep:
+        cond = " and ".join(f"{c} = {v!r}" for c, v in where)
+        raise StatError(f"no prompt of probe {probe} has {cond}")
+    return keep
+
+
+def _ends(ctx: StatContext, probe: str, measure: str, label: str | None, where=()) -> pd.DataFrame:
+    """First and last value per trajectory: columns traj, cluster, first, last (the `where` prompts only)."""
     t = ctx.tables.get("probe")
     if t is None or not len(t):
         return pd.DataFrame(columns=["traj", "cluster", "prompt", "first", "last", "iterations"])
     t = t[(t["probe"] == probe) & (t["measure"] == measure)]
+    if where:
+        t = t[t["cluster"].astype(str).isin(_selected_clusters(ctx, probe, where))]
     if label is not None:
         t = t[t["label"] == label]
     rows = []
@@ -96,7 +119,7 @@ def _probe_arm(ctx: StatContext, probe: str, ends: pd.DataFrame) -> ArmData:
 
 def _estimate(ctx: StatContext, call: StatCallIR, measure: str, label: str | None) -> Estimate:
     probe = call.params["probe"]
-    ends = _ends(ctx, probe, measure, label)
+    ends = _ends(ctx, probe, measure, label, _where(call))
     if not len(ends):
         what = measure if label is None else f"{measure} = {label}"
         return Estimate(float("nan"), "ttest", undefined=f"probe {probe} recorded no {what} values")
@@ -109,7 +132,14 @@ def _estimate(ctx: StatContext, call: StatCallIR, measure: str, label: str | Non
               "iterations": int(ends["iterations"].max())}
     if label is not None:
         detail["label"] = label
+    if _where(call):
+        detail["where"] = [list(w) for w in _where(call)]
     return ctx.mean_estimate(a, diff, test=call.params.get("test"), detail=detail)
+
+
+def _where(call: StatCallIR) -> tuple[tuple[str, str], ...]:
+    """A probe reading's `where` conditions: kept in its call's params (a probe reading has no arm to restrict)."""
+    return tuple((str(c), str(v)) for c, v in call.params.get("where") or ())
 
 
 def _measure_label(call: StatCallIR) -> tuple[str, str]:
@@ -132,7 +162,7 @@ def probe_shift(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str
 def _cluster_means(ctx: StatContext, call: StatCallIR, by_prompt: bool) -> pd.Series:
     """Mean last − first per cluster (prompt) of a probe reading, indexed by cluster id, or by prompt text
     (`by_prompt`: the key two probes share; a prompt listed twice is told apart by its position)."""
-    ends = _ends(ctx, call.params["probe"], *_measure_label(call))
+    ends = _ends(ctx, call.params["probe"], *_measure_label(call), _where(call))
     ends = ends.assign(diff=ends["last"] - ends["first"])
     g = ends.groupby("cluster", sort=True).agg(value=("diff", "mean"), prompt=("prompt", "first"))
     g = g[np.isfinite(g["value"].to_numpy(dtype=float))]
@@ -242,6 +272,15 @@ def probe_drift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
 
 def probe_shift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
     return float(planted_for(tc.truth, call.params["probe"], tc.scorer).get("probe_shift", 0.0))
+
+
+def planted_probe_prompts(ir: AuditIR, shapes: Mapping[str, ProbeShape] | None = None) -> pd.DataFrame:
+    """The planted prompts' attributes (tables/probe_prompts), numbered as `planted_probe_table` numbers them."""
+    shapes = shapes if shapes is not None else probe_shapes(ir, None)
+    rows = [{"probe": name, "cluster": f"p{i:04d}", "prompt": prompt, "column": col, "value": str(v)}
+            for name, shape in shapes.items() for i, (prompt, attrs) in enumerate(zip(shape.prompts, shape.attributes))
+            for col, v in attrs.items()]
+    return pd.DataFrame(rows, columns=["probe", "cluster", "prompt", "column", "value"])
 
 
 def planted_probe_table(ir: AuditIR, truth: Mapping[str, Any], seed: int = 0,

@@ -144,9 +144,10 @@ def run_simulation(ir: AuditIR, reps: int, truth: Mapping, shapes: Mapping[str, 
         rseed = int(np.random.SeedSequence([int(base_seed) % (2**63), 0x51, r]).generate_state(1)[0])
         tables = planted_tables(ir, shapes, truth, seed=rseed, model=model, sort=False) if shapes else {}
         if ir.probes:  # optimisation probes: planted first/last values (stats/probes.py)
-            from scoreaudit.stats.probes import planted_probe_table
+            from scoreaudit.stats.probes import planted_probe_prompts, planted_probe_table
 
             tables["probe"] = planted_probe_table(ir, truth, seed=rseed, shapes=probe_shapes)
+            tables["probe_prompts"] = planted_probe_prompts(ir, shapes=probe_shapes)
         ir_r = ir.model_copy(update={"settings": ir.settings.model_copy(update={"seed": rseed})})
         ctx = StatContext(ir_r, tables, n_boot=n_boot)
         for c in evaluate_cells(ctx, cells):
