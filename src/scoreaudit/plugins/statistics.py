@@ -390,7 +390,9 @@ class PairParams(Params):
            estimator="scoreaudit.stats.cross_estimators:pairwise_accuracy",
            truth="scoreaudit.stats.truth:pairwise_accuracy")
 def pairwise_accuracy():
-    """Share of pairs where the preferred image scores higher (ties half); Wilson CI; exact binomial test vs 0.5."""
+    """Share of pairs where the preferred image scores higher (ties half); Wilson CI; exact binomial test vs 0.5
+    on the untied pairs, the Wilson score test of the half credit at any other threshold (per-cluster credit,
+    every threshold, when the arm declares clusters)."""
 
 
 @statistic("mean_gap", params=PairParams, needs=("pairs",), unit="sd", null=0.0, sign="signed",

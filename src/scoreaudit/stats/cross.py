@@ -334,52 +334,117 @@ def _one_sided_corr(x, y, method, side):
 # ---------------------------------------------------------------- pairs
 
 
-def wilson(k: float, n: int, level: float = 0.95) -> tuple[float, float]:
+def wilson(k: float, n: float, level: float = 0.95, df: float | None = None) -> tuple[float, float]:
+    """Wilson score interval of k successes in n trials: {t : |k/n − t| ≤ q·sqrt(t(1 − t)/n)}.
+
+    q is the normal quantile, or Student's t with `df` degrees of freedom (a clustered accuracy: the
+    cluster count G gives df = G − 1, like every other cluster statistic's small-sample rule). k and n
+    may be fractional (ties count half; an effective n under clustering)."""
     from scipy import stats
 
-    if n == 0:
+    if not n > 0:
         return (float("nan"), float("nan"))
-    z = stats.norm.ppf(1 - (1 - level) / 2)
+    z = stats.t.ppf(1 - (1 - level) / 2, df) if df else stats.norm.ppf(1 - (1 - level) / 2)
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / den
     return (centre - half, centre + half)
 
 
-def pairwise_accuracy(preferred: np.ndarray, other: np.ndarray) -> Estimate:
+def wilson_score_p(p_hat: float, n: float, t: float, side: str, df: float | None = None) -> float:
+    """One-sided p of the score test that the Wilson interval inverts: z = (p̂ − t)/sqrt(t(1 − t)/n).
+
+    p(θ ≤ t) ≤ α exactly when the (1 − 2α) Wilson lower bound (same n, same quantile family) lies above t:
+    (p̂ − t)/sqrt(t(1 − t)) is strictly decreasing in t on (0, 1), and the bound is where it equals q. With
+    credits in {0, ½, 1} the variance of a credit of mean t is at most t(1 − t) (the {0, 1} case), so the test
+    is conservative, never liberal, when pairs tie. At t = 0 or 1 the null is a point: any credit on the
+    claim's side rejects it."""
     from scipy import stats
 
+    v = t * (1.0 - t)
+    if not v > 0:
+        inside = p_hat > t if side == "greater" else p_hat < t
+        return 0.0 if inside else 1.0
+    z = (p_hat - t) / math.sqrt(v / n)
+    dist = stats.t(df) if df else stats.norm
+    return float(dist.sf(z) if side == "greater" else dist.cdf(z))
+
+
+def pair_credit(preferred: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Per-pair credit of a scorer: 1 when the preferred side scores higher, ½ on a tie, 0 when lower."""
+    return np.where(preferred > other, 1.0, np.where(preferred == other, 0.5, 0.0))
+
+
+def pairwise_accuracy(preferred: np.ndarray, other: np.ndarray, clusters: np.ndarray | None = None) -> Estimate:
+    """Share of pairs the scorer gets right, ties half: estimate, interval and test on the same credit.
+
+    METHODS: "exact binomial test against 0.5 on the untied pairs; a threshold other than 0.5 is tested
+    on the same credit as the estimate (ties half), never on the untied pairs alone". So:
+    - t = 0.5 (no declared clusters): the exact binomial test of wins among the untied pairs. At 0.5
+      it cannot disagree with the estimate in direction: (wins + ties/2)/n > ½ ⟺ wins > losses.
+    - any other t: the Wilson score test on the half credit k = wins + ties/2 of n pairs, the test the
+      Wilson interval inverts (`wilson_score_p`), so "p ≤ α" ⟺ "the interval's bound lies beyond t".
+      The untied-only binomial would test wins/(wins + losses), a different quantity: with many ties it
+      supports `> 0.6` while the estimate is below 0.6 (tests/stats_cross/test_accuracy_threshold.py).
+    - declared clusters (`clusters`: one label per pair, fewer labels than pairs): per-cluster credit.
+      The binomial's independent pairs do not hold, so every threshold (0.5 included) takes the Wilson
+      score test and interval on the effective number of pairs n / deff, deff = max(1, Var_clusters(p̂)
+      / (p̂(1 − p̂)/n)) with Var_clusters the ratio estimator's G/(G − 1)·Σ_c (C_c − p̂ n_c)²/n² (C_c the
+      cluster's credit, n_c its pairs), quantiles of t(G − 1). Without clusters deff = 1.
+    """
     preferred, other = np.asarray(preferred, float), np.asarray(other, float)
     ok = np.isfinite(preferred) & np.isfinite(other)
     preferred, other = preferred[ok], other[ok]
     n = len(preferred)
     if n == 0:
         return Estimate(float("nan"), "fixed", undefined="no pairs with two scores")
-    wins = int(np.sum(preferred > other))
-    ties = int(np.sum(preferred == other))
+    credit = pair_credit(preferred, other)
+    wins = int(np.sum(credit == 1.0))
+    ties = int(np.sum(credit == 0.5))
     losses = n - wins - ties
-    acc = (wins + 0.5 * ties) / n
+    k = wins + 0.5 * ties
+    acc = k / n
+    det = {"n": n, "wins": wins, "ties": ties, "losses": losses, "k": k}
+    labels = None if clusters is None else np.asarray(clusters, dtype=object)[ok]
+    declared = labels is not None and len(set(labels)) < n
+    df = None
+    if declared:
+        sums = pd.DataFrame({"c": labels, "credit": credit}).groupby("c", sort=True)["credit"].agg(["sum", "size"])
+        G = len(sums)
+        deff = 1.0
+        if G >= 2 and 0.0 < acc < 1.0:
+            resid = sums["sum"].to_numpy() - acc * sums["size"].to_numpy()
+            v_clusters = G / (G - 1) * float(np.sum(resid**2)) / n**2
+            deff = max(1.0, v_clusters / (acc * (1 - acc) / n))
+        df = float(G - 1) if G >= 2 else None
+        det.update({"n_clusters": G, "design_effect": deff, "n_eff": n / deff, "df": df})
+    n_eff = det.get("n_eff", float(n))
 
     def p_fn(t, side):
-        m = wins + losses
-        if m == 0:
-            return 1.0
-        return float(stats.binomtest(wins, m, t,
-                                     alternative="greater" if side == "greater" else "less").pvalue)
+        if t == 0.5 and not declared:
+            from scipy import stats
 
-    return WilsonEstimate(acc, "fixed", p_fn=p_fn,
-                          detail={"n": n, "wins": wins, "ties": ties, "losses": losses,
-                                  "k": wins + 0.5 * ties})
+            m = wins + losses
+            if m == 0:
+                return 1.0
+            return float(stats.binomtest(wins, m, t, alternative="greater" if side == "greater" else "less").pvalue)
+        return wilson_score_p(acc, n_eff, t, side, df)
+
+    return WilsonEstimate(acc, "fixed", p_fn=p_fn, detail=det)
 
 
 class WilsonEstimate(Estimate):
-    """An accuracy: intervals are Wilson score intervals (ties counted half)."""
+    """An accuracy: intervals are Wilson score intervals (ties counted half; on the effective n with t(G − 1)
+    quantiles when the detail carries `n_eff` and `df`, i.e. declared clusters)."""
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         if self.undefined is not None:
             return (float("nan"), float("nan"))
-        return wilson(self.detail["k"], self.detail["n"], level)
+        n_eff = self.detail.get("n_eff")
+        if n_eff is None:
+            return wilson(self.detail["k"], self.detail["n"], level)
+        return wilson(self.estimate * n_eff, n_eff, level, self.detail.get("df"))
 
 
 def mean_gap(preferred: np.ndarray, other: np.ndarray, sd: float) -> Estimate:

@@ -129,22 +129,40 @@ def _pairs(ctx: StatContext, arm: str, scorer: str) -> tuple[np.ndarray, np.ndar
 
 
 def pairwise_accuracy(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Estimate:
+    """Pairs the scorer gets right (ties half), with the arm's declared clusters (per-cluster credit)."""
     pref, other, _ = _pairs(ctx, arm, scorer)
-    return with_binomial_floor(cross.pairwise_accuracy(pref, other))
+    labels, declared = _pair_clusters(ctx, arm, len(pref))
+    return with_binomial_floor(cross.pairwise_accuracy(pref, other, labels if declared else None))
 
 
 def with_binomial_floor(est: Estimate) -> Estimate:
-    """The exact binomial test on m untied pairs can reach no p below t^m (all wins; (1 − t)^m for `<`)."""
+    """The smallest p the accuracy's test can reach for a claim against t (W0423 when above alpha).
+
+    The exact binomial on m untied pairs (t = 0.5, no declared clusters): 0.5^m, all wins. The Wilson score
+    test elsewhere: every pair right (p̂ = 1, deff = 1, so n_eff = n), z = sqrt(n(1 − t)/t); every pair wrong
+    for `<`, z = sqrt(n·t/(1 − t)); t(G − 1) quantiles with declared clusters, as the test's own."""
     from dataclasses import replace
 
     if est.undefined is not None:
         return est
     m = int(est.detail["wins"] + est.detail["losses"])
+    n = int(est.detail["n"])
+    df = est.detail.get("df")
+    clustered = "n_eff" in est.detail
 
     def p_floor(t, side):
-        return 1.0 if m == 0 else float((t if side == "greater" else 1.0 - t) ** m)
+        if t == 0.5 and not clustered:
+            return 1.0 if m == 0 else float(0.5 ** m)
+        return cross.wilson_score_p(1.0 if side == "greater" else 0.0, n, t, side, df)
 
-    return replace(est, p_floor=p_floor, test="exact binomial (untied pairs)")
+    def test_at(t):
+        if clustered:
+            return "Wilson score (ties half, per-cluster credit)"
+        return "exact binomial (untied pairs)" if t == 0.5 else "Wilson score (ties half)"
+
+    return replace(est, p_floor=p_floor, test_at=test_at,
+                   test="Wilson score (ties half, per-cluster credit)" if clustered
+                   else "exact binomial (untied pairs) at 0.5, Wilson score (ties half) elsewhere")
 
 
 def _pair_clusters(ctx: StatContext, arm: str, n_pairs: int) -> tuple[np.ndarray, bool]:

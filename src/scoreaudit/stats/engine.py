@@ -64,7 +64,7 @@ def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
             "inner": call.inner.name if call.inner is not None else None,
             "claim_text": cell.test.text, "test": cell.test.model_dump(mode="json"),
             "estimate": est.estimate, "ci_low": lo, "ci_high": hi, "ci_level": level,
-            "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.test_name,
+            "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.test_name_for(cell.test),
             "se": est.se, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
             "qualifier": None, "interval": est.family, "where": [list(w) for w in cell.where],
             "detail": _with_floor(dict(est.detail), est, cell), "_est": est}
