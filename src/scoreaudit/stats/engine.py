@@ -172,6 +172,16 @@ def scale_warnings(ctx: StatContext, cells: list[dict]) -> list[dict]:
 TIE_SHARE_WARN = 0.20
 
 
+def _cell_warnings(cells: list[dict], code: str, key: str, bound: float, message) -> list[dict]:
+    """`code` for every cell whose detail `key` exceeds `bound` (the value is kept beside the message)."""
+    out = []
+    for c in cells:
+        v = (c.get("detail") or {}).get(key)
+        if v is not None and v > bound:
+            out.append({"code": code, "arm": c.get("arm"), "cell": c["id"], key: float(v), "message": message(c, v)})
+    return out
+
+
 def tie_warnings(cells: list[dict]) -> list[dict]:
     """W0422 for every cell whose ranking has ties in more than TIE_SHARE_WARN of its clusters.
 
@@ -179,34 +189,22 @@ def tie_warnings(cells: list[dict]) -> list[dict]:
     and record `tie_share` in the cell's detail; this one check reads it for
     every ranking statistic alike.
     """
-    out = []
-    for c in cells:
-        share = (c.get("detail") or {}).get("tie_share")
-        if share is None or not share > TIE_SHARE_WARN:
-            continue
-        out.append({"code": "W0422", "arm": c.get("arm"), "cell": c["id"], "tie_share": float(share),
-                    "message": f"cell {c['id']} ({c['statistic']} on {c.get('arm')} for {c.get('scorer')}): "
-                               f"{100 * share:.0f}% of its clusters have tied ranks; each tie counts at its "
-                               "expected value over random tie orders, so the estimate does not depend on "
-                               "file names, but read it as a rate on coarse scores"})
-    return out
+    return _cell_warnings(cells, "W0422", "tie_share", TIE_SHARE_WARN, lambda c, share: (
+        f"cell {c['id']} ({c['statistic']} on {c.get('arm')} for {c.get('scorer')}): "
+        f"{100 * share:.0f}% of its clusters have tied ranks; each tie counts at its "
+        "expected value over random tie orders, so the estimate does not depend on "
+        "file names, but read it as a rate on coarse scores"))
 
 
 def level_warnings(cells: list[dict], alpha: float) -> list[dict]:
     """W0423 for every cell whose test cannot reach alpha: its smallest attainable p (detail `smallest_p`,
     the design's: every informative pair on the claimed side) exceeds it, so the claim is never supported.
     Nothing else says so: the cell would read as an ordinary inconclusive one."""
-    out = []
-    for c in cells:
-        floor = (c.get("detail") or {}).get("smallest_p")
-        if floor is None or not floor > alpha:
-            continue
-        out.append({"code": "W0423", "arm": c.get("arm"), "cell": c["id"], "smallest_p": float(floor),
-                    "message": f"cell {c['id']} ({c['statistic']} for {c.get('scorer')}, {c.get('method')}): the "
-                               f"smallest p its test can reach on these data is {floor:.3g} > alpha = {alpha:g}, "
-                               "so the claim cannot be supported whatever the outcome; add pairs (clusters) "
-                               "that the readings judge differently, or state the claim as descriptive"})
-    return out
+    return _cell_warnings(cells, "W0423", "smallest_p", alpha, lambda c, floor: (
+        f"cell {c['id']} ({c['statistic']} for {c.get('scorer')}, {c.get('method')}): the "
+        f"smallest p its test can reach on these data is {floor:.3g} > alpha = {alpha:g}, "
+        "so the claim cannot be supported whatever the outcome; add pairs (clusters) "
+        "that the readings judge differently, or state the claim as descriptive"))
 
 
 def _derived_seed(seed: int, k: int) -> int:
