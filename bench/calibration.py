@@ -96,8 +96,11 @@ class Kind:
     arm: str = "real"
     levels: tuple[str, ...] = ("null", "boundary", "strong")
     needs: tuple[str, ...] = ()  # OPTIONAL declarations the expression reads
-    null: float = 0.0  # the statistic's null value (the registry's `null`)
+    null: float = 0.0  # the claims' reference value: the registry's `null`, or a declared threshold where it has
+    # none (kappa: `> 0` is E0424, the planted "null" level is then the truth at that threshold)
     rep_factor: int = 1  # kinds with one level get 3× the replications (the same 720 pooled trials)
+    shape: dict = field(default_factory=dict)  # ArmShape overrides of the kind's arm (images per cluster, strata)
+    scorer_pairs: bool = False  # a comparison of two scorers: cells s1 vs s2 and s3 vs s4 ({a}, {b} in expr)
 
 
 KINDS = {
@@ -130,12 +133,43 @@ KINDS = {
     "pairwise_accuracy": Kind("pairwise_accuracy", "pairwise_accuracy()", "gap", 0.05, arm="wide",
                               needs=("pairs",), null=0.5, equivalence="{e} within [{lo}, {hi}]"),
     "mean_gap": Kind("mean_gap", "mean_gap()", "gap", 0.2, arm="wide", needs=("pairs",)),
+    # agreement with a judge's 0/1 label on an images arm (planted: the label y is a stratum column, "0"/"1"
+    # uniformly, and the score is b + E·[y = 1] + ε; truths stats/truth.py:agreement)
+    "agreement_auroc": Kind("agreement_auroc", "agreement(label: y, metric: auroc)", "effect", 0.05,
+                            {"factor": "y", "level": "1"}, null=0.5, equivalence="{e} within [{lo}, {hi}]",
+                            shape={"strata": {"g": ("a", "b"), "y": ("0", "1")}}),
+    # kappa has no registry null (metric-dependent; `> 0` is E0424): the claim is `kappa > 0.3`, truth 0.3 at "null";
+    # the cut point 1 (≈ 0.9 score SD) lets kappa reach 0.81, so the strong level 0.6 exists (at 0 it tops at 0.5)
+    "agreement_kappa": Kind("agreement_kappa", "agreement(label: y, metric: kappa, threshold: 1)", "effect", 0.1,
+                            {"factor": "y", "level": "1"}, null=0.3, equivalence="{e} within [{lo}, {hi}]",
+                            shape={"strata": {"g": ("a", "b"), "y": ("0", "1")}}),
+    # two scorers' accuracies on the same pairs with discrete scores (rounded to whole units: ~22% of pairs tie
+    # within a scorer): the sign-flip test of per-pair credit differences, ties half (planted: s2, s4 at gap
+    # BASE_GAP, s1, s3 at the gap that puts the difference at 0, δ, 3δ)
+    "accuracy_difference_ties": Kind("accuracy_difference_ties",
+                                     "difference(pairwise_accuracy() for {a}, pairwise_accuracy() for {b})", "gap",
+                                     0.05, {"step": 1.0}, arm="wide", needs=("pairs",), scorer_pairs=True,
+                                     rep_factor=2),
+    # correlation with a rating column, 4 images per cluster sharing half the rating's variance (planted:
+    # h = sqrt(½)·a_cluster + sqrt(½)·e_image, score b + R·h + ε; r = R / sqrt(1 + noise² + R²))
+    "spearman_clusters": Kind("spearman_clusters", "spearman(score, column: h)", "rating", 0.1, {"rated_by": "h"},
+                              shape={"per_cluster": 4}),
+    "pearson_clusters": Kind("pearson_clusters", "pearson(score, column: h)", "rating", 0.1, {"rated_by": "h"},
+                             shape={"per_cluster": 4}),
 }
+BASE_GAP = 1.0  # accuracy_difference_ties: the reference scorers' planted gap (accuracy 0.72 with ties half)
+SCORER_PAIRS = (("s1", "s2"), ("s3", "s4"))
 
 
 def _spec(kind: Kind, scale: str, ci: str, boot: int) -> AuditIR:
     e = kind.expr.replace("{d}", f"{kind.delta:g}")
-    if kind.name in ("transfers", "homogeneous"):
+    if kind.scorer_pairs:  # one cell per pair of scorers, no `for each scorer`
+        cells = [e.format(a=a, b=b) for a, b in SCORER_PAIRS]
+        hyps = (f'hypothesis P "p" {{\n' + "".join(f"  {c} > {kind.null:g} on {kind.arm}\n" for c in cells) + "}\n"
+                + f'hypothesis E "e" {{\n'
+                + "".join(f"  {kind.equivalence.format(e=c, d=f'{kind.delta:g}')} on {kind.arm}\n" for c in cells)
+                + "}\n")
+    elif kind.name in ("transfers", "homogeneous"):
         on = f" on {kind.arm}" if kind.name == "homogeneous" else ""
         hyps = f'hypothesis E "e" {{\n  {e}{on} for each scorer\n}}\n'
     elif kind.name in ("placebo_ratio", "ratio_strata"):  # null value 1: only the equivalence claim is meaningful
@@ -171,20 +205,41 @@ def _truth_for_level(ir: AuditIR, kind: Kind, level: str, scale: str) -> dict:
         diff = {"null": 0.0, "boundary": kind.delta, "strong": 3 * kind.delta}[level] / unit
         return {"*": {**base, "strata": {"g=b": {"fidelity": base["fidelity"] + diff}}}}
     offset = {"null": 0.0, "boundary": kind.delta, "strong": 3 * kind.delta}[level]
-    if offset == 0.0:
-        return {"*": dict(base)}
+    if kind.scorer_pairs:  # s2, s4 at BASE_GAP; s1, s3 at the gap whose accuracy is `offset` above theirs
+        return _scorer_pair_truth(ir, kind, base, offset, scale)
     call = next(c for c in ir.cells() if c.hypothesis == "P").statistic
 
     def truth_at(x: float) -> float:
         return true_value(ir, call, TruthContext({"*": {**base, kind.param: x}}, "s1", kind.arm,
                                                  raw=scale == "raw")) - (kind.null + offset)
 
+    if offset == 0.0:  # the parameter's zero is the null level, unless the claim's threshold is elsewhere (kappa)
+        at0 = true_value(ir, call, TruthContext({"*": {**base, kind.param: 0.0}}, "s1", kind.arm, raw=scale == "raw"))
+        if at0 is None or abs(at0 - kind.null) < 1e-12:
+            return {"*": dict(base)}
+
     hi = 1.0
     while truth_at(hi) < 0:  # the truth rises with the parameter (linearly for most kinds)
         hi *= 2
+        if hi > 1e6:
+            raise SystemExit(f"{kind.name}: no planted {kind.param} reaches the {level} level {kind.null + offset:g}")
     from scipy.optimize import brentq
 
     return {"*": {**base, kind.param: brentq(truth_at, 0.0, hi, xtol=1e-12)}}
+
+
+def _scorer_pair_truth(ir: AuditIR, kind: Kind, base: dict, offset: float, scale: str) -> dict:
+    from scipy.optimize import brentq
+
+    call = next(c for c in ir.cells() if c.hypothesis == "P").statistic
+    ref = {**base, kind.param: BASE_GAP}
+
+    def truth_at(x: float) -> float:
+        t = {"*": ref, **{a: {**base, kind.param: x} for a, _ in SCORER_PAIRS}}
+        return true_value(ir, call, TruthContext(t, "s1", kind.arm, raw=scale == "raw")) - offset
+
+    x = BASE_GAP if offset == 0.0 else brentq(truth_at, BASE_GAP, BASE_GAP + 20.0, xtol=1e-12)
+    return {"*": ref, **{a: {**base, kind.param: x} for a, _ in SCORER_PAIRS}}
 
 
 def _band(n: int, rate: float, z: float = 3.0) -> tuple[float, float]:
@@ -207,13 +262,19 @@ def run_point(kind: Kind, scale: str, clusters: int, level: str, reps: int, boot
     shapes = {"real": ArmShape(clusters, 1, {"g": ("a", "b")}),
               "syn": ArmShape(max(clusters // 2, 10), 2),
               "wide": ArmShape(clusters, 2)}  # a pairs arm: one cluster per pair
+    if kind.shape:
+        from dataclasses import replace
+
+        shapes[kind.arm] = replace(shapes[kind.arm], **kind.shape)
     used = {a for c in ir.cells() for a in (c.arms or (c.arm,)) if a}
     shapes = {k: v for k, v in shapes.items() if k in used}  # only the arms the cells read (speed)
     truth = _truth_for_level(ir, kind, level, scale)
     rows = run_simulation(ir, reps, truth, shapes, n_boot=boot, model=MeasureModel(),
                           seed=_point_seed(seed, kind.name, scale, clusters, level))
-    one = [r for r in rows if r["cell"].startswith("P/")] or [r for r in rows if r["cell"].startswith("E")]
-    eq = [r for r in rows if r["cell"].startswith("E")]
+    def of(h):  # a hypothesis's cells: "P/s1/real", or "P.1/s1:s2/wide" when it has several claims
+        return [r for r in rows if r["cell"].split("/")[0].split(".")[0] == h]
+
+    one, eq = of("P") or of("E"), of("E")
     cov_rows = [r for r in one if r.get("coverage") is not None]
     out = {"kind": kind.name, "scale": scale, "clusters": clusters, "level": level, "trials": reps * len(one),
            "truth": _mean(one, "truth"), "bias": _mean(one, "bias"), "coverage": _mean(cov_rows, "coverage"),

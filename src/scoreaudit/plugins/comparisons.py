@@ -65,8 +65,8 @@ class AgreementParams(Params):
 
 @statistic("agreement", params=AgreementParams, needs=(), unit="share", null=None, sign="unsigned",
            reads=("original",), words="agreement with the labels",
-           estimator="scoreaudit.stats.comparisons:agreement", truth=None,
-           truth_note="judge labels are not part of the planted model")
+           estimator="scoreaudit.stats.comparisons:agreement", truth="scoreaudit.stats.truth:agreement",
+           truth_note="defined for a planted 0/1 label on an images arm (the planted factor); None otherwise")
 def agreement():
     """Agreement of the scorer with a judge's label column (an LLM or a person), per pair or per image.
 

@@ -377,8 +377,8 @@ for _name, _what in (("spearman", "Spearman rank"), ("pearson", "Pearson"), ("ke
     )
     statistic(_name, params=CorrelationParams, positional=("x",), needs=("images",), unit="r", null=0.0,
               sign="signed", reads=("original",), words=f"{_what.split()[0]} correlation with the ratings",
-              estimator=f"scoreaudit.stats.cross_estimators:{_name}", truth=None,
-              truth_note="manifest ratings are not part of the planted model")(_corr)
+              estimator=f"scoreaudit.stats.cross_estimators:{_name}", truth=f"scoreaudit.stats.truth:{_name}",
+              truth_note="defined for a planted rating column (`rated_by`); None for any other column")(_corr)
 
 
 class PairParams(Params):

@@ -6,7 +6,14 @@ No images: the planted formula needs only ids, doses and measures.
 
 with u = (d − d0)/t_max, b_i ~ N(0, 1), ε ~ N(0, S²) (the identity dose and
 the `original` row share one ε, so the identity score equals the original's),
-placebo operators responding with F·P and A·P. Noise is drawn from one numpy
+placebo operators responding with F·P and A·P. Two optional parts for the cross-image
+kinds (spec/methods-choices.md): a manifest rating column `rated_by` (an arm-level
+h_i = sqrt(icc)·a_c + sqrt(1 − icc)·e_i, a_c, e_i ~ N(0, 1), so Var h = 1 and
+images of one cluster share a part) entering the scores as R·h_i (`rating` R);
+and a score resolution `step` on pairs arms (scores rounded to multiples of step,
+as 1–5 star ratings are, so pairs tie). Labels need no new part: a stratum
+column with levels "0"/"1" and E·[column = "1"] (`factor`, `level`, `effect`)
+is a judge label the scores track. Noise is drawn from one numpy
 generator per (seed, scorer) rather than per-id hashes: replications only need
 independence, not the runtime's exact draws.
 
@@ -20,6 +27,7 @@ operators, `geometric_leakage` for the others.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -30,7 +38,8 @@ from scoreaudit.compiler.doses import is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.stats.bootstrap import stable_hash
 
-TRUTH_KEYS = ("fidelity", "asymmetry", "noise", "placebo", "slope_by", "slope", "factor", "level", "effect", "gap")
+TRUTH_KEYS = ("fidelity", "asymmetry", "noise", "placebo", "slope_by", "slope", "factor", "level", "effect", "gap",
+              "rated_by", "rating", "step")
 
 
 @dataclass(frozen=True)
@@ -51,13 +60,14 @@ class MeasureModel:
     noise: float = 0.5
     cov_scale: float = 0.05
     geometric_leakage: float = 0.05
+    rating_icc: float = 0.5  # share of a planted rating column's variance (1) that its cluster shares
 
 
 def truth_for(truth: Mapping[str, Any], scorer: str, arm: str | None = None, stratum: str | None = None) -> dict:
     """Planted parameters of a scorer, with optional per-arm ("arms") and per-stratum ("strata") overrides."""
     t = dict(truth.get(scorer, truth.get("*", {})))
     base = {"fidelity": 0.0, "asymmetry": 0.0, "noise": 1.0, "placebo": 1.0, "slope_by": None, "slope": 0.0,
-            "factor": None, "level": None, "effect": 0.0, "gap": 0.0}
+            "factor": None, "level": None, "effect": 0.0, "gap": 0.0, "rated_by": None, "rating": 0.0, "step": 0.0}
     base.update({k: v for k, v in t.items() if k in TRUTH_KEYS})
     if arm is not None:
         base.update((t.get("arms") or {}).get(arm, {}))
@@ -93,6 +103,8 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
                 per_cluster = rng.integers(0, len(levels), shape.n_clusters)
                 strata_of[col] = np.array(levels, dtype=object)[per_cluster[cluster_codes]]
             img[col] = strata_of[col]
+        ratings = _rating_columns(ir, truth, arm_name, shape, model, seed)
+        img.update(ratings)
         images.append(pd.DataFrame(img))
         # measures: base values per image and per (operator, dose)
         m0 = {m: rng.normal(model.mean, model.sd, n) for m, mi in ir.measures.items() if mi.role == "measure"}
@@ -133,6 +145,8 @@ def planted_tables(ir: AuditIR, shapes: Mapping[str, ArmShape], truth: Mapping[s
                 eff = P["effect"] * (np.asarray(img[p0["factor"]]) == p0.get("level"))
             eps0 = srng.normal(0, 1, n) * P["noise"]
             s0 = b + eff + eps0
+            if p0.get("rated_by") in ratings:  # drawn after every other draw: other kinds' data unchanged
+                s0 = s0 + float(p0["rating"]) * ratings[p0["rated_by"]]
             scores.append(_long(arm_name, ids, ORIGINAL, np.array([0.0]), sname, None, s0[:, None], score=True))
             for oname, op in sorted(ir.operators.items()):
                 doses = np.array(op.doses)
@@ -174,8 +188,25 @@ def _pairs_arm(ir: AuditIR, arm_name: str, n: int, truth: Mapping[str, Any], see
         srng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash(arm_name), stable_hash(sname)]))
         t = truth_for(truth, sname, arm_name, None)
         s = srng.normal(0, 1, 2 * n) + srng.normal(0, 1, 2 * n) * t["noise"] + t["gap"] * (side == "preferred")
+        if t["step"]:  # a discrete score: ties between the two sides (stats/truth.py counts them half)
+            s = t["step"] * np.round(s / t["step"])
         scores.append(_long(arm_name, ids, ORIGINAL, np.array([0.0]), sname, None, s[:, None], score=True))
     return img, scores
+
+
+def _rating_columns(ir: AuditIR, truth: Mapping[str, Any], arm_name: str, shape: ArmShape,
+                    model: MeasureModel, seed: int) -> dict[str, np.ndarray]:
+    """Each rating column some scorer's `rated_by` names: h = sqrt(icc)·a_cluster + sqrt(1 − icc)·e_image.
+
+    One draw per arm and column (from its own generator), shared by every scorer: a manifest column."""
+    cols = sorted({c for s in ir.scorers if (c := truth_for(truth, s, arm_name).get("rated_by"))})
+    out = {}
+    n = shape.n_clusters * shape.per_cluster
+    for col in cols:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, stable_hash(arm_name), stable_hash("rating:" + col)]))
+        a = rng.normal(0, 1, shape.n_clusters)[np.arange(n) // shape.per_cluster]
+        out[col] = math.sqrt(model.rating_icc) * a + math.sqrt(1 - model.rating_icc) * rng.normal(0, 1, n)
+    return out
 
 
 def _stratum_label(strata_of: Mapping[str, np.ndarray], k: int) -> str:

@@ -234,17 +234,117 @@ FORM_TRUTHS = {"difference": difference, "ratio": ratio}
 # ---------------------------------------------------------------- pairs (stats/planted.py: _pairs_arm)
 
 
+def _rounded(mean: float, sd: float, step: float, k: np.ndarray) -> np.ndarray:
+    """P(round(X/step) = k) for X ~ N(mean, sd²) at the integers k."""
+    from scipy.special import ndtr
+
+    v = k * step
+    return ndtr((v + step / 2 - mean) / sd) - ndtr((v - step / 2 - mean) / sd)
+
+
+def _pair_sides(t: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, P preferred, P other) of the rounded scores on one grid of multiples of `step` (±12 SD;
+    the mass left out is below 1e-30): preferred N(G, σ²), other N(0, σ²), σ² = 1 + noise²."""
+    sd, step = math.sqrt(1.0 + t["noise"] ** 2), float(t["step"])
+    lo, hi = min(0.0, t["gap"]) - 12 * sd, max(0.0, t["gap"]) + 12 * sd
+    k = np.arange(math.floor(lo / step), math.ceil(hi / step) + 1)
+    return k * step, _rounded(t["gap"], sd, step, k), _rounded(0.0, sd, step, k)
+
+
 def pairwise_accuracy(ir, call, tc: TruthContext):
-    """P(s(preferred) > s(other)) = Φ(G / sqrt(2(1 + noise²))) (ties have probability 0)."""
+    """P(s(preferred) > s(other)) + ½ P(tie): Φ(G / sqrt(2(1 + noise²))) for continuous scores (ties have
+    probability 0); with a score resolution `step`, Σ_k P(pref = k)·(P(other < k) + ½ P(other = k))."""
     from scipy.special import ndtr
 
     t = tc.params()
-    return float(ndtr(t["gap"] / math.sqrt(2.0 * (1.0 + t["noise"] ** 2))))
+    if not t["step"]:
+        return float(ndtr(t["gap"] / math.sqrt(2.0 * (1.0 + t["noise"] ** 2))))
+    _, px, py = _pair_sides(t)
+    return float(px @ (np.cumsum(py) - py + 0.5 * py))
 
 
 def mean_gap(ir, call, tc: TruthContext):
-    """G (raw) or G over the pooled SD of both sides, sqrt(1 + noise² + G²/4) (a two-component mixture)."""
+    """G (raw) or G over the pooled SD of both sides, sqrt(1 + noise² + G²/4) (a two-component mixture);
+    with a score resolution `step`, the same moments of the rounded sides."""
     t = tc.params()
+    if t["step"]:
+        v, px, py = _pair_sides(t)
+        mx, my = float(v @ px), float(v @ py)
+        if tc.raw:
+            return mx - my
+        var = 0.5 * (float((v - mx) ** 2 @ px) + float((v - my) ** 2 @ py)) + (mx - my) ** 2 / 4.0
+        return (mx - my) / math.sqrt(var)
     if tc.raw:
         return float(t["gap"])
     return float(t["gap"] / math.sqrt(1.0 + t["noise"] ** 2 + t["gap"] ** 2 / 4.0))
+
+
+# ---------------------------------------------------------------- labels and ratings (stats/planted.py)
+
+
+def _rating_r(call, tc: TruthContext) -> float | None:
+    """Pearson r of the score with the planted rating column h (Var h = 1): R / sqrt(1 + noise² + R²).
+
+    None for a column the planted model does not rate by (its relation to the score is not planted)."""
+    t = tc.params()
+    if call.params.get("column") != t.get("rated_by") or t["factor"] or t["effect"]:
+        return None
+    R = float(t["rating"])
+    return R / math.sqrt(1.0 + t["noise"] ** 2 + R * R)
+
+
+def pearson(ir, call, tc: TruthContext):
+    """The marginal correlation of (score, h): both normal, so Pearson's population r (clusters share a part of
+    h and, through R·h, of the score; the correlation over all images is still r)."""
+    return _rating_r(call, tc)
+
+
+def spearman(ir, call, tc: TruthContext):
+    """Spearman's population value for a bivariate normal: (6/π)·asin(r/2)."""
+    r = _rating_r(call, tc)
+    return None if r is None else float(6.0 / math.pi * math.asin(r / 2.0))
+
+
+def kendall(ir, call, tc: TruthContext):
+    """Kendall's τ for a bivariate normal: (2/π)·asin(r)."""
+    r = _rating_r(call, tc)
+    return None if r is None else float(2.0 / math.pi * math.asin(r))
+
+
+def agreement(ir, call, tc: TruthContext):
+    """Agreement with a planted 0/1 label on an images arm: the label column is the planted factor (a stratum
+    with levels "0" and "1", drawn uniformly, so P(y = 1) = ½) and the score is b + E·y + ε, i.e. N(E·y, σ²),
+    σ² = 1 + noise². AUROC = Φ(E / (σ√2)); with one cut point c (call 1 when score ≥ c), a = P(call 1 | y = 1)
+    = Φ((E − c)/σ), b = P(call 1 | y = 0) = Φ(−c/σ): accuracy ½(a + 1 − b), kappa (p_o − p_e)/(1 − p_e) with
+    p_e from the margins, F1 of class 1 = 2·½a / (2·½a + ½b + ½(1 − a)). None on pairs arms, for several cut
+    points, a label column other than the planted factor, or any other planted part."""
+    from scipy.special import ndtr
+
+    t = tc.params()
+    arm = ir.arms.get(tc.arm) if tc.arm else None
+    if arm is None or arm.source == "pairs" or t["factor"] != call.params.get("label") or str(t["level"]) != "1" \
+            or t["rated_by"] or t["fidelity"] or t["asymmetry"]:
+        return None
+    levels = tuple(tc.truth.get("_levels", {}).get(t["factor"], ("0", "1")))
+    if sorted(map(str, levels)) != ["0", "1"]:
+        return None
+    sd = math.sqrt(1.0 + t["noise"] ** 2)
+    E = float(t["effect"])
+    metric = call.params.get("metric", "accuracy")
+    if metric == "auroc":
+        return float(ndtr(E / (sd * math.sqrt(2.0))))
+    cut = call.params.get("threshold")
+    if cut is None or np.ndim(cut) and len(cut) != 1:
+        return None
+    c = float(np.atleast_1d(cut)[0])
+    a, b = float(ndtr((E - c) / sd)), float(ndtr(-c / sd))
+    p_o = 0.5 * a + 0.5 * (1 - b)
+    if metric == "accuracy":
+        return p_o
+    if metric == "f1":
+        return a / (a + 0.5 * b + 0.5 * (1 - a))
+    if metric == "kappa" and not call.params.get("weights"):
+        call1 = 0.5 * a + 0.5 * b
+        p_e = 0.5 * call1 + 0.5 * (1 - call1)
+        return (p_o - p_e) / (1 - p_e)
+    return None
