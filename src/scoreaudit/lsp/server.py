@@ -52,6 +52,31 @@ class AuditServer(LanguageServer):
         self.pending: dict[str, asyncio.Task] = {}
         self.table_diags: dict[str, list[tuple[Diagnostic, str]]] = {}  # uri → (diagnostic, its line's text)
 
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """pygls' stdio loop with `framing`'s reader: a bad frame is answered and skipped, never fatal."""
+        import json
+        import threading
+
+        from pygls.io_ import StdoutWriter
+
+        from scoreaudit.lsp import framing
+
+        self._stop_event = threading.Event()
+        writer = StdoutWriter(stdout or sys.stdout.buffer)
+        self.protocol.set_writer(writer)
+        reader = framing.BoundedReader(stdin or sys.stdin.buffer)
+        try:
+            asyncio.run(framing.serve(reader, self._stop_event,
+                                      lambda body: json.loads(body, object_hook=self.protocol.structure_message),
+                                      self.protocol.handle_message, writer.write))
+        except BrokenPipeError:
+            pass  # the client went away
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            reader.close()
+            self.shutdown()
+
     # ------------------------------------------------------------ documents
 
     def document(self, uri: str) -> features.Document:
