@@ -87,10 +87,14 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             from scoreaudit.runtime.precomputed import check_precomputed
 
             spec_dir = Path(path).resolve().parent
-            pre, _ = check_precomputed(ir, spec_dir, root=None if allow_outside else spec_dir)
+            pre, given = check_precomputed(ir, spec_dir, root=None if allow_outside else spec_dir)
             more = list(more) + list(pre)
             if has_errors(pre):
                 ir = None
+            else:  # W0423: a discrete test that cannot reach alpha on the data already on disk
+                from scoreaudit.runtime.attainable import level_diagnostics
+
+                more += level_diagnostics(ir, module, path, given, None if allow_outside else spec_dir)
         if environment and ir is not None and not has_errors(more):
             # Scorers that cannot run here (missing extra or weights), every missing file named.
             from scoreaudit.runtime.scorers import readiness_diagnostics

@@ -449,8 +449,10 @@ CATALOGUE: tuple[Code, ...] = (
        "`pairwise_accuracy`, the sign-flip test of a difference of accuracies, McNemar's when nothing is tied) "
        "has a smallest attainable p set by how many pairs (clusters) can carry evidence: k informative pairs "
        "give no p below 2^-k against ½. When that p exceeds alpha the claim cannot be supported whatever the "
-       "data say. Written to results.json `warnings` by `run` (and the terminal and the report), with the "
-       "smallest p in the message and in the cell's detail (`smallest_p`).",
+       "data say. `check` warns at the claim when the numbers are already on disk (precomputed scores tables "
+       "or manifest columns: the same tables, estimators and smallest p as the run); `run` writes it to "
+       "results.json `warnings` (and the terminal and the report), with the smallest p in the message and "
+       "in the cell's detail (`smallest_p`).",
        "Add pairs, or clusters that the readings judge differently (with alpha 0.05 the sign-flip test needs "
        "at least 5 informative ones), raise alpha if the design is pre-registered that way, or report the "
        "cell as descriptive."),
