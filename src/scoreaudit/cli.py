@@ -14,14 +14,20 @@ import sys
 from pathlib import Path
 
 from scoreaudit import api, version
-from scoreaudit.diagnostics import DiagnosticError, render_all, safe_text, to_json
+from scoreaudit.diagnostics import DiagnosticError, render_all, safe_text, to_json  # safe_text: termsafe's
 from scoreaudit.exitcodes import Exit, epilog
 
 OUTCOMES = ("supported", "refuted", "inconclusive")
 
 
 def _err(msg: str) -> None:
-    print(msg, file=sys.stderr)
+    """A line on stderr; spec, data and argument text in it is shown, never obeyed (termsafe)."""
+    print(safe_text(msg, keep_newlines=True), file=sys.stderr)
+
+
+def _out(text: str) -> None:
+    """Text for people on stdout (summaries, tables), escaped like `_err`; JSON output is json.dumps's."""
+    print(safe_text(text, keep_newlines=True))
 
 
 class UsageError(Exception):
@@ -91,8 +97,8 @@ def cmd_fmt(args) -> int:
         elif args.write:
             if out != source:
                 api.write_spec(f, out)  # temp file + rename: never half a spec
-        else:
-            sys.stdout.write(out)
+        else:  # the spec's own text: escaped only where a terminal would obey it (a pipe gets it whole)
+            sys.stdout.write(safe_text(out, keep_newlines=True) if sys.stdout.isatty() else out)
     return status
 
 
@@ -104,8 +110,8 @@ def cmd_describe(args) -> int:
             print(json.dumps(groups, indent=2))
         else:
             for k, names in groups.items():
-                print(f"{k}:")
-                print("  " + ", ".join(names))
+                _out(f"{k}:")
+                _out("  " + ", ".join(names))
         return Exit.OK
     text = api.describe(args.name)
     if text is None:
@@ -116,7 +122,7 @@ def cmd_describe(args) -> int:
     if args.format == "json":
         print(json.dumps({"name": args.name, "text": text}, indent=2))
     else:
-        print(text)
+        _out(text)
     return Exit.OK
 
 
@@ -133,7 +139,11 @@ def cmd_weights(args) -> int:
         raise UsageError(str(e)) from None
     for f in failed:
         _err(f"  failed: {f.label}: {f.error}")
-    print(api.weights_listing(reports, args.format))
+    listing = api.weights_listing(reports, args.format)
+    if args.format == "json":
+        print(listing)
+    else:
+        _out(listing)  # paths from a spec, escaped
     return Exit.OK if all(r.ready for r in reports) else Exit.ENVIRONMENT
 
 
@@ -192,7 +202,7 @@ def cmd_run(args) -> int:
             "warnings": [w for w in results.get("warnings") or [] if isinstance(w, dict)],
         }, indent=2))
     else:
-        print("\n".join(summary_lines(results, paths)))
+        _out("\n".join(summary_lines(results, paths)))
     if triggered:
         _err(f"--fail-on {','.join(args.fail_on)}: {len(triggered)} cell(s) triggered it:")
         for c in triggered:
@@ -236,7 +246,7 @@ def cmd_lock(args) -> int:
 def cmd_simulate(args) -> int:
     table = api.simulate(args.file, reps=args.reps, truth=args.truth, out=args.out, progress=not args.quiet,
                          n_boot=args.bootstrap)
-    print(table)
+    _out(table)
     return Exit.OK
 
 

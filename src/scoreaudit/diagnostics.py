@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Literal, Sequence
+
+from scoreaudit.termsafe import safe_text  # noqa: F401  (the one escaping function; re-exported for callers)
 
 Severity = Literal["error", "warning", "note"]
 
@@ -71,28 +72,6 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to a misspelled name, or None."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None
-
-
-# C0/C1 controls (tab and newline aside), DEL, line/paragraph separators and bidi overrides: text from
-# data or a spec that a terminal would interpret (ANSI/OSC escapes) or that would start a new line.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(m: "re.Match[str]") -> str:
-    c = ord(m.group(0))
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-
-def safe_text(text: str, keep_newlines: bool = False) -> str:
-    """`text` with control characters made visible (`\\x1b`), so data cannot drive the terminal.
-
-    Newlines become `\\n` too unless `keep_newlines` (for text the tool itself laid out).
-    """
-    text = str(text)
-    if text.isprintable():  # the common case, in C: no control, separator or bidi character at all
-        return text
-    text = _CONTROL.sub(_visible, text)
-    return text if keep_newlines else text.replace("\n", "\\n")
 
 
 def source_lines(source: str) -> list[str]:

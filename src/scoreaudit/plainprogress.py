@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any
 
+from scoreaudit.termsafe import safe_text
+
 
 class PlainLines:
     """Periodic `stage done/total (pct) rate` lines on a stream (no control codes)."""
@@ -37,10 +39,10 @@ class PlainLines:
         done, total, started, _ = self.tasks[label]
         rate = done / max(time.monotonic() - started, 1e-9)
         pct = f" ({100 * done / total:.0f}%)" if total else ""
-        print(f"progress: {label} {done}/{total}{pct} {rate:,.1f}/s", file=self.stream, flush=True)
+        print(f"progress: {safe_text(label)} {done}/{total}{pct} {rate:,.1f}/s", file=self.stream, flush=True)
 
     def log(self, message: str) -> None:
-        print(message, file=self.stream, flush=True)
+        print(safe_text(message, keep_newlines=True), file=self.stream, flush=True)
 
 
 def terminal(stream) -> bool:
@@ -68,17 +70,18 @@ class StageBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._rich = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                              TextColumn("{task.fields[note]}"), TimeElapsedColumn(), transient=True,
-                              console=Console(file=stream))
+        # labels and notes are text, not rich markup: `[` in a name is shown, not parsed
+        self._rich = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                              MofNCompleteColumn(), TextColumn("{task.fields[note]}", markup=False),
+                              TimeElapsedColumn(), transient=True, console=Console(file=stream))
         self._rich.start()
-        self._task = self._rich.add_task(label, total=total, note="")
+        self._task = self._rich.add_task(safe_text(label), total=total, note="")
 
     def advance(self, n: int = 1, note: str = "") -> None:
         if self._plain is not None and n:
             self._plain.advance(self.label, n)
         if self._rich is not None:
-            self._rich.update(self._task, advance=n, note=note)
+            self._rich.update(self._task, advance=n, note=safe_text(note))
 
     def close(self) -> None:
         if self._rich is not None:

@@ -2,7 +2,8 @@
 
 One bar per (arm, stage): "decode + regions", "operators + measures" and one
 "score <scorer>" per scorer. Rich writes to stderr so stdout stays clean, and
-`enabled=False` creates no console at all (tests see no output). When stderr
+`enabled=False` creates no console at all (tests see no output). Labels and messages are text, never
+rich markup, and pass through `termsafe.safe_text`. When stderr
 is not a terminal (CI logs, `| tee`), a bar would be invisible or garbage, so
 each stage prints a plain line every `SCOREAUDIT_PROGRESS_SECONDS` (default
 10) and when it completes: `progress: real: score laion 280/560 (50%) 41.2/s`.
@@ -14,6 +15,7 @@ import sys
 from typing import Any
 
 from scoreaudit.plainprogress import PlainLines, terminal as _terminal  # noqa: F401  (PlainLines re-exported)
+from scoreaudit.termsafe import safe_text
 
 
 class Progress:
@@ -42,7 +44,7 @@ class Progress:
                     return Text("" if speed is None else f"{speed:,.1f}/s", style="progress.data.speed")
 
             self._rich = RichProgress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                 TaskProgressColumn(), Rate(), TimeElapsedColumn(), TimeRemainingColumn(),
                 console=Console(stderr=True), transient=False)
             self._rich.__enter__()
@@ -57,7 +59,7 @@ class Progress:
         if self._plain is not None and label not in self._plain.tasks:
             self._plain.add(label, total)
         if self._rich is not None and label not in self._tasks:
-            self._tasks[label] = self._rich.add_task(label, total=total)
+            self._tasks[label] = self._rich.add_task(safe_text(label), total=total)
         return label
 
     def advance(self, label: str, n: int = 1) -> None:
@@ -70,4 +72,4 @@ class Progress:
         if self._plain is not None:
             self._plain.log(message)
         if self._rich is not None:
-            self._rich.console.print(message)
+            self._rich.console.print(safe_text(message, keep_newlines=True), markup=False, highlight=False)
