@@ -18,8 +18,10 @@ def test_every_chart_has_title_axis_label_with_unit_and_ticks(bundles, example):
     assert charts
     for svg in charts:
         assert "<script" not in svg and "href" not in svg  # self-contained: nothing to run or fetch
-        texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
-        bold = re.findall(r'<text[^>]*font-weight="bold"[^>]*>([^<]+)</text>', svg)
+        # a wrapped label is one <text> of several <tspan> lines: read it as its words
+        texts = [re.sub(r"<[^>]+>", " ", t).strip() for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
+        bold = [re.sub(r"<[^>]+>", " ", t).strip()
+                for t in re.findall(r'<text[^>]*font-weight="bold"[^>]*>(.*?)</text>', svg)]
         assert bold, "no visible title"
         # an axis label naming its unit in parentheses
         assert any(re.search(r"\(.+\)", t) for t in texts if t not in bold), texts

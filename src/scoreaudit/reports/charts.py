@@ -25,6 +25,55 @@ FONT = "DejaVu Sans, Liberation Sans, Arial, sans-serif"
 INK, GRID, MUTED = "#222222", "#e3e3e3", "#666666"
 
 
+# Advance widths of DejaVu Sans (the first font of FONT, and the widest of its fallbacks), in 1/1000 em, for
+# printable ASCII; any other character counts as a full em. Labels are measured with these and wrapped, never cut.
+_ASCII_WIDTHS = (
+    318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636, 636, 636, 636,
+    636, 636, 636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656,
+    557, 863, 748, 787, 603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500, 500, 613,
+    635, 550, 635, 615, 352, 635, 634, 278, 278, 579, 278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818,
+    592, 592, 525, 636, 337, 636, 838)
+_NARROW = {"\u00b7": 318, "\u2013": 500, "\u00b0": 500, "\u2080": 401, "\u00b2": 401, "\u03b8": 612}
+BOLD = 1.2  # bold glyphs are at most about 1.26x, on average 1.1x wider
+
+
+def text_width(text: str, size: float = 12, bold: bool = False) -> float:
+    """Width of `text` at font-size `size` in SVG user units (an upper bound for DejaVu Sans and narrower fonts)."""
+    w = sum(_ASCII_WIDTHS[o - 32] if 32 <= (o := ord(ch)) < 127 else _NARROW.get(ch, 1000) for ch in str(text))
+    return w * size / 1000 * (BOLD if bold else 1.0)
+
+
+def wrap(text: str, width: float, size: float = 12, bold: bool = False) -> list[str]:
+    """`text` broken into lines no wider than `width` (at spaces; a longer word is split), never shortened."""
+    words, lines, line = str(text).split(" "), [], ""
+    for word in words:
+        cand = f"{line} {word}" if line else word
+        if text_width(cand, size, bold) <= width:
+            line = cand
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        while text_width(word, size, bold) > width and len(word) > 1:  # a word wider than the line: split it
+            k = len(word)
+            while k > 1 and text_width(word[:k], size, bold) > width:
+                k -= 1
+            lines.append(word[:k])
+            word = word[k:]
+        line = word
+    if line or not lines:
+        lines.append(line)
+    return lines
+
+
+def _lines(x: float, y: float, lines: Sequence[str], step: float, attrs: str = "") -> str:
+    """One <text> of several lines (tspans), the first baseline at y; a single line is plain text."""
+    if len(lines) == 1:
+        return f'<text x="{_f(x)}" y="{_f(y)}"{attrs}>{escape(lines[0])}</text>'
+    spans = "".join(f'<tspan x="{_f(x)}" dy="{0 if i == 0 else _f(step)}">{escape(t)}</tspan>' for i, t in enumerate(lines))
+    return f'<text x="{_f(x)}" y="{_f(y)}"{attrs}>{spans}</text>'
+
+
 def style(i: int) -> dict:
     """Colour, dash and marker of the i-th series."""
     return {"color": OKABE_ITO[i % len(OKABE_ITO)], "dash": DASHES[i % len(DASHES)], "marker": MARKERS[i % len(MARKERS)]}
@@ -109,7 +158,12 @@ def line_panel(series: Sequence[Series], *, title: str, x_label: str, y_label: s
                ylim: tuple[float, float] | None = None, ref_x: float | None = None,
                width: int = 300, height: int = 220) -> Markup:
     """One small-multiple panel: mean score change per dose with a shaded CI band per series."""
-    ml, mr, mt, mb = 54, 16, 24, 42
+    yl = wrap(y_label, height - 80, 12)
+    xl = wrap(x_label, width - 60, 12)
+    ml, mr, mb = 54 + 14 * (len(yl) - 1), 16, 28 + 14 * len(xl)
+    title_lines = wrap(title, width - 4, 13, bold=True)
+    mt = 10 + 16 * len(title_lines)
+    height += 16 * (len(title_lines) - 1) + 14 * (len(xl) - 1)  # long titles take lines, never the plot's room
     pw, ph = width - ml - mr, height - mt - mb
     xs = [p[0] for s in series for p in s.points if _finite(p[0])]
     x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
@@ -126,7 +180,7 @@ def line_panel(series: Sequence[Series], *, title: str, x_label: str, y_label: s
     out = [f'<svg class="chart panel" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="{escape(title)}" font-family="{FONT}" font-size="12">',
            f"<title>{escape(title)}</title>",
-           f'<text x="{ml}" y="15" font-size="14" font-weight="bold" fill="{INK}">{escape(title)}</text>']
+           _lines(2, 15, title_lines, 16, f' font-size="13" font-weight="bold" fill="{INK}"')]
     for t in nice_ticks(y0, y1, 5):
         if y0 <= t <= y1:
             y = sy(t)
@@ -156,9 +210,9 @@ def line_panel(series: Sequence[Series], *, title: str, x_label: str, y_label: s
             dash = f' stroke-dasharray="{st["dash"]}"' if st["dash"] else ""
             out.append(f'<polyline points="{line}" fill="none" stroke="{st["color"]}" stroke-width="2"{dash}/>')
         out.extend(_marker(st["marker"], sx(p[0]), sy(p[1]), st["color"]) for p in pts)
-    out.append(f'<text x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle" fill="{INK}">{escape(x_label)}</text>')
-    out.append(f'<text transform="translate(13 {mt + ph / 2}) rotate(-90)" text-anchor="middle" fill="{INK}">'
-               f"{escape(y_label)}</text>")
+    out.append(_lines(ml + pw / 2, height - 6 - 14 * (len(xl) - 1), xl, 14, f' text-anchor="middle" fill="{INK}"'))
+    out.append(f'<g transform="translate(13 {_f(mt + ph / 2)}) rotate(-90)">'
+               + _lines(0, 0, yl, 14, f' text-anchor="middle" fill="{INK}"') + "</g>")
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -190,13 +244,24 @@ class Row:
 def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
            band: tuple[float, float] | None = None, log: bool = False, width: int = 680,
            label_width: int | None = None, note_width: int | None = None, title: str = "") -> Markup:
-    """Estimates with intervals, one row each; `band` shades the claimed region."""
-    row_h, mb = 22, 40
-    mt = 34 if title else 12  # room for the visible title
-    height = mt + mb + row_h * max(1, len(rows))
-    # about 7.2 units per character at font-size 12
-    ml = label_width or int(min(260, max(70, 16 + 7.2 * max((len(r.label) for r in rows), default=5))))
-    mr = note_width or int(min(240, max(60, 16 + 7.0 * max((len(r.note) for r in rows), default=5))))
+    """Estimates with intervals, one row each; `band` shades the claimed region.
+
+    Row labels, notes, the title and the axis label are measured (`text_width`) and wrapped onto more lines
+    (the row grows) instead of running past the chart's edge: nothing is cut, whatever the names' length.
+    """
+    line_h, mb = 14, 26
+    title_lines = wrap(title, width - 4, 13, bold=True) if title else []
+    mt = 12 + 17 * len(title_lines)  # room for the visible title
+    widest = max((text_width(r.label, 12, r.bold) for r in rows), default=30)
+    ml = label_width or int(min(0.4 * width, max(70, 16 + widest)))
+    widest_note = max((text_width(r.note) for r in rows), default=30)
+    mr = note_width or int(min(0.3 * width, max(60, 14 + widest_note)))
+    label_lines = [wrap(r.label, ml - 12, 12, r.bold) for r in rows]
+    note_lines = [wrap(r.note, mr - 12, 12) for r in rows]
+    heights = [max(22, 8 + line_h * max(len(a), len(b))) for a, b in zip(label_lines, note_lines)] or [22]
+    x_lines = wrap(x_label + (" (log scale)" if log else ""), width - 8, 12)
+    mb += line_h * len(x_lines)
+    height = mt + mb + sum(heights)
     pw = width - ml - mr
     vals = [v for r in rows for v in (r.est, r.lo, r.hi) if _finite(v)]
     vals += [v for v in ((ref,) if ref is not None else ()) + (band or ())]
@@ -218,8 +283,8 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
            f'font-family="{FONT}" font-size="12">', f"<title>{escape(title or x_label)}</title>"]
     if title:
         # 13 units: printed at full width, about the size of the heading above it (never larger)
-        out.append(f'<text x="0" y="16" font-size="13" font-weight="bold" fill="{INK}">{escape(title)}</text>')
-    top, bottom = mt, mt + row_h * max(1, len(rows))
+        out.append(_lines(2, 16, title_lines, 17, f' font-size="13" font-weight="bold" fill="{INK}"'))
+    top, bottom = mt, mt + sum(heights)
     if band is not None:
         b0, b1 = (max(band[0], 10 ** lo) if log else band[0]), band[1]
         x_a, x_b = max(ml, sx(b0)), min(ml + pw, sx(b1))
@@ -236,21 +301,27 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
     if ref is not None and (not log or ref > 0):
         out.append(f'<line x1="{_f(sx(ref))}" x2="{_f(sx(ref))}" y1="{top - 4}" y2="{bottom}" stroke="{INK}" '
                    f'stroke-dasharray="4 3"/>')
+    y_top = top
     for i, r in enumerate(rows):
-        y = top + row_h * i + row_h / 2
+        row_h = heights[i]
+        y = y_top + row_h / 2
+        y_top += row_h
         weight = ' font-weight="bold"' if r.bold else ""
         if i % 2 == 0:
             out.append(f'<rect x="0" y="{_f(y - row_h / 2)}" width="{width}" height="{row_h}" fill="#f6f6f6" fill-opacity="0.7"/>')
-        out.append(f'<text x="{ml - 8}" y="{_f(y + 4)}" text-anchor="end" fill="{INK}"{weight}>{escape(r.label)}</text>')
+        first = y + 4 - line_h * (len(label_lines[i]) - 1) / 2
+        out.append(_lines(ml - 8, first, label_lines[i], line_h, f' text-anchor="end" fill="{INK}"{weight}'))
         st = style(r.index)
         if _finite(r.lo, r.hi) and (not log or (r.lo > 0 and r.hi > 0)):
             out.append(f'<line x1="{_f(sx(r.lo))}" x2="{_f(sx(r.hi))}" y1="{_f(y)}" y2="{_f(y)}" '
                        f'stroke="{st["color"]}" stroke-width="2"/>')
         if _finite(r.est) and (not log or r.est > 0):
             out.append(_marker(st["marker"], sx(r.est), y, st["color"], 4))
-        out.append(f'<text x="{ml + pw + 8}" y="{_f(y + 4)}" fill="{INK}">{escape(r.note)}</text>')
+        first = y + 4 - line_h * (len(note_lines[i]) - 1) / 2
+        out.append(_lines(ml + pw + 8, first, note_lines[i], line_h, f' fill="{INK}"'))
     out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>')  # x axis
-    out.append(f'<text x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle" fill="{INK}">'
-               f'{escape(x_label + (" (log scale)" if log else ""))}</text>')
+    # centred on the plot when it fits there, else on the chart (a long axis label wraps)
+    cx = ml + pw / 2 if all(text_width(t) / 2 <= min(ml + pw / 2, width - ml - pw / 2) - 4 for t in x_lines) else width / 2
+    out.append(_lines(cx, height - 6 - line_h * (len(x_lines) - 1), x_lines, line_h, f' text-anchor="middle" fill="{INK}"'))
     out.append("</svg>")
     return Markup("".join(out))

@@ -5,6 +5,9 @@ from __future__ import annotations
 from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 
+#: how an agreement row names its statistic (a scorer with three correlations reads as three different rows)
+METHOD_NAMES = {"spearman": "Spearman \u03c1", "pearson": "Pearson r", "kendall": "Kendall \u03c4"}
+
 
 @section("pairs", order=110, title="Pairwise accuracy")
 def pairs(ctx) -> dict | None:
@@ -43,7 +46,7 @@ def agreement(ctx) -> dict | None:
     rows = ctx.section("agreement")
     if not rows:
         return None
-    chart_rows = [charts.Row(label=f"{ctx.label('scorer', r.get('scorer'))} \u00b7 {r.get('column')}", est=r.get("r"), lo=r.get("ci_low"),
+    chart_rows = [charts.Row(label=f"{ctx.label('scorer', r.get('scorer'))} \u00b7 {METHOD_NAMES.get(r.get('method'), r.get('method'))} \u00b7 {r.get('column')}", est=r.get("r"), lo=r.get("ci_low"),
                              hi=r.get("ci_high"), note=f"{fmt.signed(r.get('r'))} {fmt.ci(r.get('ci_low'), r.get('ci_high'))}",
                              index=i) for i, r in enumerate(rows)]
     level = labels.ci(labels.section_level(ctx, rows))

@@ -210,26 +210,42 @@ def _join(xs: list[str]) -> str:
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
 
+#: scorer columns per matrix: more are split into further matrices (the same rows), so that the matrix fits
+#: an A4 page and a laptop screen whatever the number of scorers; on a phone each row becomes a card
+GLANCE_COLUMNS = 4
+
+
 @section("glance", order=25, title="At a glance", first_screen=True)
 def glance(ctx) -> dict | None:
-    """Hypotheses × scorers (one row per arm where a hypothesis runs on several), each cell's outcome and estimate."""
+    """Hypotheses × scorers (one row per arm where a hypothesis runs on several), each cell's outcome and estimate;
+    at most GLANCE_COLUMNS scorers per matrix."""
     cells = ctx.results.get("cells") or []
     if not cells:
         return None
     scorers = _scorer_order(ctx)
     index = {id(c): i for i, c in enumerate(cells)}
-    rows = []
-    for h in _hypothesis_order(ctx):
-        hc = [c for c in cells if c.get("hypothesis") == h]
-        wheres = list(dict.fromkeys(ctx.arm_text(c) for c in hc))
-        for where in wheres:
-            entries = []
-            for s in scorers:  # a comparison of two scorers sits under the first, "vs" the second
-                mine = [c for c in hc if (scorer_parts(c) or [None])[0] == s and ctx.arm_text(c) == where]
-                entries.append([_glance_entry(c, index[id(c)], ctx) for c in mine])
-            rows.append({"hypothesis": h, "title": ctx.hypothesis_titles.get(h, ""), "where": where,
-                         "first": where == wheres[0], "span": len(wheres), "entries": entries})
-    return {"scorers": [ctx.label("scorer", s) for s in scorers], "rows": rows, "summary": summary(ctx),
+    chunks = [scorers[i:i + GLANCE_COLUMNS] for i in range(0, len(scorers), GLANCE_COLUMNS)] or [[]]
+    tables = []
+    for k, chunk in enumerate(chunks):
+        rows = []
+        for h in _hypothesis_order(ctx):
+            hc = [c for c in cells if c.get("hypothesis") == h]
+            wheres = list(dict.fromkeys(ctx.arm_text(c) for c in hc))
+            first = True
+            for where in wheres:
+                entries = []
+                for s in chunk:  # a comparison of two scorers sits under the first, "vs" the second
+                    mine = [c for c in hc if (scorer_parts(c) or [None])[0] == s and ctx.arm_text(c) == where]
+                    entries.append([_glance_entry(c, index[id(c)], ctx) for c in mine])
+                if not any(entries) and chunk:
+                    continue  # none of this matrix's scorers is tested here
+                rows.append({"hypothesis": h, "title": ctx.hypothesis_titles.get(h, "") if first else "",
+                             "where": where, "first": first, "entries": entries})
+                first = False
+        tables.append({"scorers": [ctx.label("scorer", s) for s in chunk], "rows": rows,
+                       "caption": (f"Scorers {k * GLANCE_COLUMNS + 1}\u2013{k * GLANCE_COLUMNS + len(chunk)} of "
+                                   f"{len(scorers)}" if len(chunks) > 1 else "")})
+    return {"tables": tables, "scorers": [ctx.label("scorer", s) for s in scorers], "summary": summary(ctx),
             "comparisons": any(c.get("statistic") in COMPARISONS for c in cells),
             "legend": legend(ctx), "level": labels.level_pct(1 - 2 * ctx.alpha),
             "note": labels.interval_note(ctx.alpha)}
