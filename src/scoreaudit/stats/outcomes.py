@@ -2,8 +2,9 @@
 
 Rules (spec/methods.md): supported if q ≤ alpha and the point estimate lies on the
 claim's side of the threshold (inside the equivalence interval); refuted if the
-(1 − 2·alpha) interval lies entirely at/below t (for >), at/above t (for <), or
-entirely outside the equivalence interval; otherwise inconclusive. Undefined
+(1 − 2·alpha) interval lies entirely below t (for >), above t (for <), or
+entirely outside the equivalence interval, strictly (a bound on t does not refute:
+spec/methods-choices.md, "Refutation is strict"); otherwise inconclusive. Undefined
 estimates are inconclusive. Claim statistics (transfers, homogeneous) decide themselves in
 `stats.claims` after q is known. Sentences: `stats.sentences` (one source).
 """
@@ -72,10 +73,13 @@ def number_outcome(est: Estimate, test: TestIR, q: float, alpha: float) -> str:
     lo, hi = est.interval(1 - 2 * alpha)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "inconclusive"
-    if test.kind == "greater" and hi <= test.threshold:
+    # Strictly beyond: a bound is a value the data do not reject, so a bound *on* t keeps t possible.
+    # For a continuous interval this is "at or below" almost surely; a discrete one (the sign-flip's
+    # bounds are crossing points D_F/N_F) lands on t with positive probability and refuted at ~2α.
+    if test.kind == "greater" and hi < test.threshold:
         return "refuted"
-    if test.kind == "less" and lo >= test.threshold:
+    if test.kind == "less" and lo > test.threshold:
         return "refuted"
-    if test.kind == "equivalence" and (hi <= test.low or lo >= test.high):
+    if test.kind == "equivalence" and (hi < test.low or lo > test.high):
         return "refuted"
     return "inconclusive"
