@@ -27,6 +27,7 @@ from scoreaudit.compiler.claims import lower_hypothesis
 from scoreaudit.compiler.probes import probes_pass
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
 from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a, plugin_entry
+from scoreaudit.compiler.scopes import lower_scope, scopes_pass
 from scoreaudit.compiler.values import number, text
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
@@ -287,12 +288,13 @@ def scorers_pass(module: ast.Module, st: State) -> None:
     for d in _first(module, st, ast.ScorerDecl):
         entry = plugin_entry(d.call, "scorer", st, f"scorer `{d.name.name}`")
         bound = entry and bind(d.call, entry, st.decls, st.sink)
-        if not bound:
+        scope = lower_scope(d, "scorer", st)
+        if not bound or scope is None:
             st.broken.add(d.name.name)
             continue
         st.scorers[d.name.name] = ir.ScorerIR(name=d.name.name, call=plugin_call(bound),
                                               needs_prompt=bool(entry.fact("needs_prompt")),
-                                              label=d.label.value if d.label is not None else None)
+                                              label=d.label.value if d.label is not None else None, on=scope)
 
 
 def arms_pass(module: ast.Module, st: State) -> None:
@@ -377,11 +379,12 @@ def regions_pass(module: ast.Module, st: State) -> None:
         deps: list[tuple[str, Any]] = []
         expr = lower_region(d.expr, st, d.name.name, deps)
         graph[d.name.name] = deps
-        if expr is None:
+        scope = lower_scope(d, "region", st)
+        if expr is None or scope is None:
             st.broken.add(d.name.name)
             continue
         order = list(dict.fromkeys(n for n, _ in deps))
-        st.regions[d.name.name] = ir.RegionIR(name=d.name.name, expr=expr, depends_on=tuple(order))
+        st.regions[d.name.name] = ir.RegionIR(name=d.name.name, expr=expr, depends_on=tuple(order), on=scope)
     _report_cycles(graph, st)
 
 
@@ -427,12 +430,13 @@ def measures_pass(module: ast.Module, st: State) -> None:
         for d in _first(module, st, cls):
             entry = plugin_entry(d.call, kind, st, f"{kind} `{d.name.name}`")
             bound = entry and bind(d.call, entry, st.decls, st.sink)
-            if not bound:
+            scope = lower_scope(d, kind, st)
+            if not bound or scope is None:
                 st.broken.add(d.name.name)
                 continue
             region = bound.params.get("region")
             st.measures[d.name.name] = ir.MeasureIR(name=d.name.name, call=plugin_call(bound), role=kind,
-                                                    region=region if isinstance(region, str) else None)
+                                                    region=region if isinstance(region, str) else None, on=scope)
 
 
 def operators_pass(module: ast.Module, st: State) -> None:
@@ -450,20 +454,22 @@ def operators_pass(module: ast.Module, st: State) -> None:
             continue
         values = expand(d.doses, st.sink, f"operator `{name}`")
         ds = values and check_doses(values, entry, st.sink, f"operator `{name}`", d.doses)
-        if not bound or not ds:
+        scope = lower_scope(d, "operator", st)
+        if not bound or not ds or scope is None:
             st.broken.add(name)
             continue
         st.dosesets[name] = ds
-        st.operators[name] = _operator_ir(name, bound, ds, None, d.label)
+        st.operators[name] = _operator_ir(name, bound, ds, None, d.label, scope)
 
 
-def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: Optional[str], label=None) -> ir.OperatorIR:
+def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: Optional[str], label=None,
+                 on: tuple[str, ...] = ()) -> ir.OperatorIR:
     region = bound.params.get("region")
     return ir.OperatorIR(name=name, call=plugin_call(bound), doses=ds.doses, identity=ds.identity,
                          pixel_local=bool(bound.entry.fact("pixel_local")),
                          region=region if isinstance(region, str) else None,
                          placebo_of=placebo_of, symmetric=ds.symmetric,
-                         label=label.value if label is not None else None)
+                         label=label.value if label is not None else None, on=on)
 
 
 def placebos_pass(module: ast.Module, st: State) -> None:
@@ -477,7 +483,8 @@ def placebos_pass(module: ast.Module, st: State) -> None:
                          f"name the operator it controls for, e.g. `of {st.operators[target].placebo_of}`"
                          if target in st.operators else "name an `operator` declaration after `of`")
             target = None
-        if not bound or target is None or target not in st.dosesets:
+        scope = lower_scope(d, "placebo", st)
+        if not bound or target is None or target not in st.dosesets or scope is None:
             st.broken.add(name)
             continue
         ds = st.dosesets[target]
@@ -500,7 +507,8 @@ def placebos_pass(module: ast.Module, st: State) -> None:
             st.sink.emit("W0404", d.call.func, f"placebo `{name}` uses `{entry.name}` but `{target}` uses "
                          f"`{target_plugin}`: the placebo ratio then compares different manipulations",
                          f"a placebo is usually the same operator on another region: `{target_plugin}(..., region: ...)`")
-        st.operators[name] = _operator_ir(name, bound, ds, target, d.label)
+        # a placebo without a scope of its own runs where its operator runs
+        st.operators[name] = _operator_ir(name, bound, ds, target, d.label, scope or st.operators[target].on)
 
 
 # ---------------------------------------------------------------- validations and selections
@@ -604,6 +612,7 @@ PASSES = (
     placebos_pass,
     validations_pass,
     selections_pass,
+    scopes_pass,
     probes_pass,
     hypotheses_pass,
     few_clusters_pass,

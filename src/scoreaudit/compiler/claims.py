@@ -16,6 +16,7 @@ from scoreaudit.compiler import ir
 from scoreaudit.compiler.comparisons import SIGNED_UNITS, _unit, _unit_words, _where_value, check_where, comparison_of
 from scoreaudit.compiler.hypotheses import (_resolve_listed, axis_of, check_needs, check_prompt, lower_claim,
                                             lower_stat, make_test)
+from scoreaudit.compiler.scopes import check_cells, covers, no_scorer
 from scoreaudit.compiler.values import text
 from scoreaudit.grammar import ast
 
@@ -123,13 +124,15 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
         arm_opts = list(_resolve_listed(claim.arms, "arm", where_h, st, sink))
     else:
         arm_opts = [None]
+    # `for each scorer` (or no `for`) fills a reading's scorer with those in scope on its arm
+    implicit = need_scorer and (isinstance(claim.scorers, ast.EachScorer) or not claim.scorers)
     if claim.scorers and not need_scorer:
         node = claim.scorers if isinstance(claim.scorers, ast.EachScorer) else claim.scorers[0]
         sink.emit("W0460", node, "both readings name their scorer, so `for ...` after the claim expands nothing",
                   "remove it, or leave `for` off one reading to compare it with every scorer")
         scorer_opts: list[Optional[str]] = [None]
     elif need_scorer:
-        if isinstance(claim.scorers, ast.EachScorer) or not claim.scorers:
+        if implicit:
             scorer_opts = list(st.scorers)
             if not st.decls.names(["scorer"]):
                 sink.emit("E0610", claim.expr, "this claim has no scorer to test: the spec declares none",
@@ -156,6 +159,8 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
                 check_where(r, a, st)
             scorers_i = [fixed_scorers[i]] if fixed_scorers[i] else scorer_opts
             for s in scorers_i:
+                if implicit and not fixed_scorers[i] and not covers(st, s, (a,)):
+                    continue
                 if s in st.scorers:
                     check_prompt(st.scorers[s], st.arms[a], r, st)
     if sink.error_count() > before:
@@ -170,15 +175,23 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
                   f"opposite directions) also lies below {test.threshold:g}",
                   f"to compare sizes write `abs({text(comp)}) < {test.threshold:g}`, or add a claim that each "
                   "reading is positive (e.g. `... > 0`)")
-    axes = {axis_of(la, st), axis_of(lb, st)}
+    claim_arms = tuple(dict.fromkeys([x for x in fixed_arms if x] + [x for x in arm_opts if x]))
+    axes = {axis_of(la, st, claim_arms), axis_of(lb, st, claim_arms)}
     axis = axes.pop() if len(axes) == 1 else None
     cells, seen, same = [], set(), None
+    filled: dict = {}  # claim arm -> (the arms its readings read, whether some scorer is in scope on them)
     for s in scorer_opts:
         for a in arm_opts:
             parts = []
             for i, low in enumerate(lows):
                 parts.append(ir.ReadingIR(statistic=low.ir, arm=fixed_arms[i] or a, scorer=fixed_scorers[i] or s,
                                           where=where[i]))
+            if implicit:
+                fits = all(fixed_scorers[i] or covers(st, p.scorer, (p.arm,)) for i, p in enumerate(parts))
+                arms_read = tuple(dict.fromkeys(p.arm for i, p in enumerate(parts) if not fixed_scorers[i]))
+                filled[a] = (arms_read, filled.get(a, ((), False))[1] or fits)
+                if not fits:
+                    continue
             key = tuple(p.model_dump_json() for p in parts)
             if key in seen:
                 continue
@@ -194,10 +207,14 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
             cells.append(ir.CellIR(id=f"{prefix}/{sc}/{arm_label}", hypothesis=h.name.name, claim=k, scorer=sc,
                                    arm=arms[0] if len(arms) == 1 else None, arms=arms, statistic=stat, test=test,
                                    axis=axis))
+    for a, (arms_read, fits) in filled.items():
+        if not fits and st.scorers:
+            no_scorer(st, arms_read, next((x for x in claim.arms if x.name == a), None) or claim)
     if not cells and same is not None:
         sink.emit("E0464", comp, f"both sides of `{comp.kind}` are the same reading "
                   f"(`{text(comp.a.call)}` on {same[0].arm} for {same[0].scorer})",
                   "qualify one side with `on ARM`, `for SCORER` or `where COLUMN = \"value\"`")
+    check_cells(cells, claim, st)
     if sink.error_count() > before:
         return None
     return cells

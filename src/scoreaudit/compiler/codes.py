@@ -294,6 +294,46 @@ CATALOGUE: tuple[Code, ...] = (
          'Add `prompt: "..."` or `prompt: column(COLUMN)` to the scorer, or `prompt: COLUMN` to the arm.',
          "scorer ir = image_reward()\n"
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real for ir\n}\n'),
+    # ------------------------------------------------------------ E053x scopes (`on ARM, ARM` after a declaration)
+    Code("E0530", "pairs arm in an images scope", "A region, measure, covariate, operator or placebo is scoped "
+         "`on` a pairs arm; they cut, alter or measure pixels, so they run only on images arms.",
+         "Scope it to images arms; a pairs arm is scored as it is.",
+         "operator blur = gaussian_blur(region: skin) doses 0, 1, 2 on wide\n"),
+    Code("E0531", "region scoped narrower than its user", "An operator, placebo, measure, covariate or region "
+         "uses a region that is scoped to fewer arms than it runs on (its own scope, or every images arm "
+         "when it has none), so on some arm the region does not exist.",
+         "Scope the user to the region's arms, or widen the region's scope.",
+         "region torso = mask(column: torso_mask) on synthetic\nmeasure width = width_ratio(region: torso)\n"),
+    Code("E0532", "validation across disjoint scopes", "`validate M under O` where M and O are scoped to arms "
+         "they do not share: the measure is never computed on the operator's variants.",
+         "Give the measure and the operator an arm in common.",
+         "operator blur = gaussian_blur(region: skin) doses 0, 1, 2 on synthetic\n"
+         "measure tone = ita(region: skin) on real\nvalidate tone under blur: r2 >= 0.5\n"),
+    Code("E0533", "selection across disjoint scopes", "`best_of n under O by M` where M and O are scoped to "
+         "arms they do not share: no arm has the dose variants and the measure to pick them by.",
+         "Give the measure and the operator an arm in common.",
+         "operator blur = gaussian_blur(region: skin) doses 0, 1, 2 on synthetic\n"
+         "measure tone = ita(region: skin) on real\nselect best2 = best_of 2 under blur by tone\n"),
+    Code("E0534", "no scorer in scope on an arm", "`for each scorer` (or a claim without `for`) expands, on "
+         "each arm, to the scorers in scope there; on one of the claim's arms every scorer is scoped elsewhere, "
+         "so the claim would have no cell there.",
+         "Add the arm to a scorer's scope, or remove the arm from the claim.",
+         'audit "t" { version: 1 }\nscorer sharp = sharpness() on syn\n'
+         'arm real = images("data/real", manifest: "data/real.csv", kind: real)\n'
+         'arm syn = images("data/syn", manifest: "data/syn.csv", kind: synthetic)\n'
+         "region face = face()\noperator blur = gaussian_blur(region: face) doses 0, 1, 2\n"
+         'hypothesis H1 "t" {\n  fidelity_index(blur) > 0 on real, syn for each scorer\n}\n'),
+    Code("E0535", "scorer outside its scope", "A claim (or a reading) names a scorer with `for` on an arm "
+         "outside the scorer's scope: the scorer scores nothing there.",
+         "Claim it on the scorer's arms, or add the arm to the scorer's scope.",
+         "scorer sharp = sharpness() on synthetic\n"
+         'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real for sharp\n}\n'),
+    Code("E0536", "statistic reads outside a scope", "A statistic on an arm reads an operator, placebo, "
+         "measure or covariate (named, through a selection, or as the cell's axis) that is scoped to other "
+         "arms, so it has no values there.",
+         "Claim it on the declaration's arms, or add the arm to its scope.",
+         "operator blur = gaussian_blur(region: skin) doses 0, 1, 2 on synthetic\n"
+         'hypothesis H1 "t" {\n  fidelity_index(blur) > 0 on real for each scorer\n}\n'),
     # ------------------------------------------------------------ E06 hypotheses
     Code("E0601", "number without a threshold", "A statistic that returns a number stands alone as a claim.",
          "Compare it: `θ > t`, `θ < t`, `abs(θ) < δ` or `θ within [a, b]`.",
@@ -456,6 +496,8 @@ CATALOGUE: tuple[Code, ...] = (
        "Add pairs, or clusters that the readings judge differently (with alpha 0.05 the sign-flip test needs "
        "at least 5 informative ones), raise alpha if the design is pre-registered that way, or report the "
        "cell as descriptive."),
+    Code("W0530", "repeated arm in a scope", "An arm is listed twice after `on` in a declaration's scope; it "
+         "counts once.", "List it once.", "operator blur = gaussian_blur(region: skin) doses 0, 1, 2 on real, real\n"),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),

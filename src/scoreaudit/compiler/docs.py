@@ -83,7 +83,7 @@ Paths are relative to the spec's folder. `cluster`, `strata`, `factors`,
 by `scoreaudit check` when the manifest exists, and by `run` before anything
 is decoded or scored (E0702). Without an `id` column, ids are the image files'
 names (pairs: row numbers) and `check` warns (W0620). Every operator runs on every
-images arm; pairs arms are scored as they are.
+images arm unless it is scoped (see Scopes); pairs arms are scored as they are.
 
 ## Regions
 
@@ -149,6 +149,42 @@ select pick2 = best_of 2 by ita                # candidates: 2 images of one clu
 
 `n` is a whole number >= 2 and at most the operator's number of doses.
 
+## Scopes
+
+```
+scorer pick = pickscore(prompt: column(prompt)) on faces
+region torso = mask(column: torso_mask) on bodies
+measure width = width_ratio(region: torso) on bodies
+covariate deformation = warp_deformation() on bodies
+operator widen = torso_warp(region: torso) doses 0.8..1.2 step 0.1 on bodies
+placebo light_rest = lab_shift(channel: L, region: rest) of light on faces
+```
+
+A trailing `on ARM, ARM` after a scorer, region, measure, covariate, operator
+or placebo is its *scope*: the arms it runs on. Without one, a scorer scores
+every arm and the others run on every images arm; a placebo without a scope
+of its own has its operator's. Scope and `label: "..."` may be written in
+either order (`fmt` prints the scope first: `... on faces label: "PickScore"`).
+Regions, measures, covariates, operators and placebos work on pixels, so
+their scope names images arms only (E0530). What a scope implies is checked:
+
+- a region's scope covers every arm of each declaration that uses it (its
+  scope, or every images arm when it has none) (E0531);
+- `validate M under O` and `best_of n under O by M` need M and O to share an
+  arm (E0532, E0533);
+- `for each scorer` (or a claim without `for`) expands, on each arm, to the
+  scorers in scope there, and an arm with no such scorer is an error naming
+  the scopes (E0534); a scorer named with `for` on an arm outside its scope is
+  E0535;
+- a statistic on an arm may read only operators, placebos, measures and
+  covariates (named, through a selection, or as the cell's axis) in scope on
+  that arm (E0536).
+
+An unknown arm in a scope is E0203 (with a suggestion), an arm listed twice
+W0530. Scopes are part of the IR (`on` of a scorer, region, measure or
+operator, left out when empty), so specs without scopes keep their IR, plan
+fingerprint and cache keys.
+
 ## Hypotheses
 
 ```
@@ -160,7 +196,8 @@ hypothesis H1 "Scorers prefer the unaltered image" {
 
 A hypothesis holds one or more claims. Each claim expands into cells:
 claim × arm (`on ...`) × scorer (`for each scorer` = every scorer in
-declaration order; `for a, b` = those; omitted = every scorer). A statistic
+declaration order whose scope includes the arm; `for a, b` = those; omitted
+= as `for each scorer`). A statistic
 computed on an arm needs `on` (E0605); `transfers` reads its arms from
 `from:`/`to:` and takes no `on` (E0606). Claim forms and their tests:
 
@@ -236,7 +273,9 @@ nested statistic):
    selection (`best_of n under O`); without one the cell has no axis;
 2. the measure is the statistic's `measure` argument, or its selection's `by` measure;
 3. otherwise the measure of the first `validate M under O` for that operator;
-4. otherwise the first declared `measure` on the same region as the operator.
+4. otherwise the first declared `measure` on the same region as the operator;
+
+in rules 3 and 4, only a measure in scope on every arm of the claim counts.
 
 The auditability verdict (spec/methods.md) is given per axis.
 

@@ -140,8 +140,14 @@ def fmt_setting(s: ast.Setting) -> str:
 
 
 def fmt_line_decl(d) -> str:
-    """A declaration that prints on one line (with its `label: "..."` when it has one)."""
+    """A declaration that prints on one line, then its scope `on ARM, ARM` and its `label: "..."`.
+
+    The grammar takes scope and label in either order; this is the canonical one.
+    """
     text = _fmt_line_decl(d)
+    scope = getattr(d, "on", ())
+    if scope:
+        text += " on " + ", ".join(a.name for a in scope)
     label = getattr(d, "label", None)
     return text if label is None else f"{text} label: {escape(label.value)}"
 

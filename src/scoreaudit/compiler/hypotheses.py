@@ -20,6 +20,7 @@ from scoreaudit.compiler.doses import dose_key
 from scoreaudit.grammar import ast
 from scoreaudit.compiler.params import Bound, bind, fields_of
 from scoreaudit.compiler.resolve import plugin_entry
+from scoreaudit.compiler.scopes import check_cells, covers, measure_covers, no_scorer
 from scoreaudit.compiler.values import text
 from scoreaudit.diagnostics import did_you_mean
 
@@ -299,6 +300,11 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
 
 
 def check_prompt(scorer: ir.ScorerIR, arm: ir.ArmIR, node: Any, st) -> bool:
+    """What a scorer needs from an arm it is read on: its data columns (E0807), a prompt (E0507)."""
+    from scoreaudit.compiler.data_columns import check_data_columns
+
+    if not check_data_columns(scorer, arm, st):
+        return False
     if not scorer.needs_prompt or scorer.call.params.get("prompt") is not None:
         return True
     if arm.call.params.get("prompt") is not None or arm.call.plugin == "generate":  # generated: its prompts
@@ -312,10 +318,13 @@ def check_prompt(scorer: ir.ScorerIR, arm: ir.ArmIR, node: Any, st) -> bool:
 # ---------------------------------------------------------------- axis
 
 
-def axis_of(low: Lowered, st) -> Optional[tuple[str, str]]:
-    """(measure, operator) the statistic is about (spec/language.md, "Axes")."""
+def axis_of(low: Lowered, st, arms: tuple[str, ...] = ()) -> Optional[tuple[str, str]]:
+    """(measure, operator) the statistic is about (spec/language.md, "Axes").
+
+    A measure the rules find on their own (rules 3 and 4) must be in scope on every arm of `arms`.
+    """
     if low.inner is not None:
-        return axis_of(low.inner, st)
+        return axis_of(low.inner, st, arms)
     operator = next((v for _, v in low.refs("operator")), None)
     measure = next((v for _, v in low.refs("measure")), None)
     for _, sel_name in low.refs("selection"):
@@ -328,12 +337,12 @@ def axis_of(low: Lowered, st) -> Optional[tuple[str, str]]:
     if measure is not None:
         return (measure, operator)
     for v in st.validations:
-        if v.operator == operator:
+        if v.operator == operator and measure_covers(st, v.measure, arms):
             return (v.measure, operator)
     op = st.operators.get(operator)
     if op is not None and op.region is not None:
         for m in st.measures.values():
-            if m.role == "measure" and m.region == op.region:
+            if m.role == "measure" and m.region == op.region and measure_covers(st, m.name, arms):
                 return (m.name, operator)
     return None
 
@@ -375,8 +384,9 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
 
         return lower_probe_claim(h, k, claim, low, test, ok, st, multi, stratum)
 
-    # scorers
-    if isinstance(claim.scorers, ast.EachScorer) or not claim.scorers:
+    # scorers (`for each scorer`, or no `for`: per arm, the scorers in scope there)
+    implicit = isinstance(claim.scorers, ast.EachScorer) or not claim.scorers
+    if implicit:
         scorers = list(st.scorers)
         if not st.decls.names(["scorer"]):
             sink.emit("E0610", claim.scorers if isinstance(claim.scorers, ast.EachScorer) else claim.expr,
@@ -420,6 +430,8 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
             if low.inner is not None:
                 check_needs(low.inner, a, node, st)
         for s in scorers:
+            if implicit and not covers(st, s, arm_nodes):
+                continue
             for a, node in arm_nodes.items():
                 if a in st.arms and s in st.scorers:
                     check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
@@ -431,16 +443,22 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
 
                 check_where(stratum, a, st)
             for s in scorers:
+                if implicit and not covers(st, s, (a,)):
+                    continue
                 if s in st.scorers and a in st.arms:  # an arm with errors is not in st.arms
                     check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
     if sink.error_count() > before or any(a not in st.arms for a in arm_nodes) or \
             any(s not in st.scorers for s in scorers):
         return None
 
-    axis = axis_of(low, st)
+    axis = axis_of(low, st, tuple(arm_nodes))
     prefix = f"{h.name.name}.{k + 1}" if multi else h.name.name
     cells = []
     groups = [(None, tuple(arm_nodes))] if scope == "cross_arm" else [(a, (a,)) for a in arm_nodes]
+    if implicit and scorers:
+        for arm, arms in groups:
+            if not any(covers(st, s, arms) for s in scorers):
+                no_scorer(st, arms, arm_nodes[arms[0]] if arm is not None else claim)
     rows = ()
     if stratum is not None:
         from scoreaudit.compiler.comparisons import _where_value
@@ -449,9 +467,14 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
     suffix = "".join(f"@{c}={v}" for c, v in rows)
     for s in scorers:
         for arm, arms in groups:
+            if implicit and not covers(st, s, arms):
+                continue
             where = arm if arm is not None else "->".join(arms)
             cells.append(ir.CellIR(id=f"{prefix}/{s}/{where}{suffix}", hypothesis=h.name.name, claim=k, scorer=s,
                                    arm=arm, arms=arms, statistic=low.ir, test=test, axis=axis, where=rows))
+    check_cells(cells, claim, st)
+    if sink.error_count() > before:
+        return None
     return cells
 
 

@@ -27,6 +27,26 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def in_scope(on: tuple[str, ...], arm: str) -> bool:
+    """Whether a declaration scoped `on ARM, ...` applies to `arm` (an empty scope: every arm)."""
+    return not on or arm in on
+
+
+class Scoped(Frozen):
+    """A declaration that may be scoped `on ARM, ARM` (spec/language.md, "Scopes").
+
+    `on` is empty when the spec states no scope; it is then left out of the IR
+    JSON, so specs without scopes keep their IR JSON, plan fingerprint and cache keys.
+    """
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_scope(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and not self.on:
+            out.pop("on", None)
+        return out
+
+
 class Settings(Frozen):
     """The `audit "title" { ... }` block, with defaults filled in."""
 
@@ -60,11 +80,12 @@ class PluginCall(Frozen):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class ScorerIR(Frozen):
+class ScorerIR(Scoped):
     name: str
     call: PluginCall
     needs_prompt: bool = False
     label: Optional[str] = None  # `label: "..."`: the report's name for it (default: the name)
+    on: tuple[str, ...] = ()  # the arms it scores (empty: every arm)
 
 
 class ArmIR(Frozen):
@@ -108,22 +129,24 @@ class RegionBinIR(Frozen):
 RegionExprIR = Union[RegionCallIR, RegionRefIR, RegionNotIR, RegionBinIR]
 
 
-class RegionIR(Frozen):
+class RegionIR(Scoped):
     name: str
     expr: RegionExprIR
     depends_on: tuple[str, ...] = ()  # other region names, for evaluation order
+    on: tuple[str, ...] = ()  # the images arms it is computed on (empty: every arm)
 
 
-class MeasureIR(Frozen):
+class MeasureIR(Scoped):
     """A `measure` or a `covariate` (role tells which)."""
 
     name: str
     call: PluginCall
     role: Literal["measure", "covariate"]
     region: Optional[str] = None  # the region parameter, when the plugin has one
+    on: tuple[str, ...] = ()  # the images arms it is computed on (empty: every arm)
 
 
-class OperatorIR(Frozen):
+class OperatorIR(Scoped):
     name: str
     call: PluginCall
     doses: tuple[float, ...]  # sorted ascending, identity included
@@ -133,6 +156,7 @@ class OperatorIR(Frozen):
     placebo_of: Optional[str] = None  # set for `placebo X = ... of Y`; doses copied from Y
     symmetric: bool = False  # doses symmetric around identity
     label: Optional[str] = None
+    on: tuple[str, ...] = ()  # the images arms it runs on (empty: every arm); a placebo: its own, else its operator's
 
 
 class ValidationIR(Frozen):

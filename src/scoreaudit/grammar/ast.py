@@ -157,6 +157,7 @@ class ScorerDecl:
     call: Call
     span: Span = _span_field()
     label: "String | None" = None  # `label: "..."`: the report's name for it
+    on: tuple[Ident, ...] = ()  # `on ARM, ARM`: the arms it scores (empty: every arm)
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class RegionDecl:
     name: Ident
     expr: RegionExpr
     span: Span = _span_field()
+    on: tuple[Ident, ...] = ()  # `on ARM, ARM`: the arms it is computed on (empty: every images arm)
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,7 @@ class MeasureDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
+    on: tuple[Ident, ...] = ()  # `on ARM, ARM` (empty: every images arm)
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,7 @@ class CovariateDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
+    on: tuple[Ident, ...] = ()  # `on ARM, ARM` (empty: every images arm)
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,7 @@ class OperatorDecl:
     doses: Doses | None  # None only when the parser recovered from a missing `doses`
     span: Span = _span_field()
     label: "String | None" = None
+    on: tuple[Ident, ...] = ()  # `on ARM, ARM`: the arms it runs on (empty: every images arm)
 
 
 @dataclass(frozen=True)
@@ -235,6 +240,7 @@ class PlaceboDecl:
     of: Ident
     span: Span = _span_field()
     label: "String | None" = None
+    on: tuple[Ident, ...] = ()  # `on ARM, ARM`; empty: its operator's scope
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,13 @@ def _unwrap(x):
 
 
 def _label(c, i: int):
-    """The `label: "..."` string at position `i` of a declaration's children, if written."""
-    return c[i] if len(c) > i and isinstance(c[i], ast.String) else None
+    """The `label: "..."` string among a declaration's children from position `i`, if written."""
+    return next((x for x in c[i:] if isinstance(x, ast.String)), None)
+
+
+def _scope(c, i: int) -> tuple:
+    """The arms of `on ARM, ARM` among a declaration's children from position `i` (empty when absent)."""
+    return next((x.items for x in c[i:] if isinstance(x, _Seq) and x.kind == "on"), ())
 
 
 def _ident(t: Token) -> ast.Ident:
@@ -210,7 +215,8 @@ class Builder:
         return ast.Setting(_ident(c[0]), value, _span(c[0], c[-1]))
 
     def scorer(self, c):
-        return self._depth_checked(ast.ScorerDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4)), c[3])
+        return self._depth_checked(ast.ScorerDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4),
+                                                  _scope(c, 4)), c[3])
 
     def arm(self, c):
         return self._depth_checked(ast.ArmDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _label(c, 4)), c[3])
@@ -223,18 +229,18 @@ class Builder:
         return _string(c[2])
 
     def measure(self, c):
-        return self._depth_checked(ast.MeasureDecl(_ident(c[1]), c[3], _span(c[0], c[-1])), c[3])
+        return self._depth_checked(ast.MeasureDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _scope(c, 4)), c[3])
 
     def covariate(self, c):
-        return self._depth_checked(ast.CovariateDecl(_ident(c[1]), c[3], _span(c[0], c[-1])), c[3])
+        return self._depth_checked(ast.CovariateDecl(_ident(c[1]), c[3], _span(c[0], c[-1]), _scope(c, 4)), c[3])
 
     def region(self, c):
         expr = _unwrap(c[3])
-        return self._depth_checked(ast.RegionDecl(_ident(c[1]), expr, _span(c[0], c[-1])), expr)
+        return self._depth_checked(ast.RegionDecl(_ident(c[1]), expr, _span(c[0], c[-1]), _scope(c, 4)), expr)
 
     def operator(self, c):
-        return self._depth_checked(ast.OperatorDecl(_ident(c[1]), c[3], c[5], _span(c[0], c[-1]), _label(c, 6)),
-                                   c[3])
+        return self._depth_checked(ast.OperatorDecl(_ident(c[1]), c[3], c[5], _span(c[0], c[-1]), _label(c, 6),
+                                                    _scope(c, 6)), c[3])
 
     def dose_list(self, c):
         return ast.DoseList(tuple(_number(n) for n in c[::2]), _span(c[0], c[-1]))
@@ -244,7 +250,7 @@ class Builder:
 
     def placebo(self, c):
         return self._depth_checked(ast.PlaceboDecl(_ident(c[1]), c[3], _ident(c[5]), _span(c[0], c[-1]),
-                                                   _label(c, 6)), c[3])
+                                                   _label(c, 6), _scope(c, 6)), c[3])
 
     def validate(self, c):
         return ast.ValidateDecl(_ident(c[1]), _ident(c[3]), tuple(c[5::2]), _span(c[0], c[-1]))
