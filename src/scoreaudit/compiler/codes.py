@@ -388,6 +388,10 @@ CATALOGUE: tuple[Code, ...] = (
        "Name a regular table file."),
     _r("E0720", "cache file unusable", "The cache file is not a scoreaudit SQLite cache (another file, another "
        "schema).", "Move the file away or pass another `--cache PATH`."),
+    _r("E0740", "bad simulate truth", "The JSON of `scoreaudit simulate --truth FILE` names a scorer, probe, arm or "
+       "planted parameter the spec or the planted model does not have (it would be ignored without a word), gives "
+       "a value of the wrong type (a parameter that is not a finite number, a negative noise or step), or is not "
+       "a JSON object.", "Use the names the message lists (the closest one is suggested)."),
     # E08xx: precomputed score and measure tables (spec/precomputed.md)
     *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("E")),
     # generated arms and probes (spec/generation.md): codes from 850 to 899

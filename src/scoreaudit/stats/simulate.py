@@ -1,10 +1,10 @@
 """Design diagnosis (`scoreaudit simulate`): planted scorers on the audit's own structure.
 
-Every scorer is replaced by a planted scorer whose truth comes from `--truth`
-(JSON: {scorer or "*": {fidelity, asymmetry, noise, placebo, slope_by, slope,
-arms: {arm: {...}}, strata: {"col=level": {...}}}}) or from the scorer's own
-`planted(...)` arguments; a scorer with neither gets the null truth
-(no effect, noise 1). The arms keep their structure: cluster count, images per
+Every scorer is replaced by a planted scorer whose truth is the scorer's own
+`planted(...)` arguments (a scorer of another kind: the null truth, no effect,
+noise 1) with `--truth` laid over them key by key (JSON: {scorer or "*":
+{fidelity, asymmetry, noise, placebo, slope_by, slope, ..., arms: {arm: {...}},
+strata: {"col=level": {...}}}}; every key checked, stats/truthfile.py). The arms keep their structure: cluster count, images per
 cluster (rounded mean) and stratum levels from the manifests when readable,
 else DEFAULT_SHAPES. Each replication draws new tables (stats.planted), a new
 bootstrap seed, and runs the same cell statistics and outcome rules as `run`.
@@ -39,14 +39,18 @@ DEFAULT_STRATA = ("s1", "s2", "s3")
 DEFAULT_PAIRS = 200  # pairs of a pairs arm whose manifest is not readable
 
 def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
+    """The truths to plant: the spec's `planted(...)` parameters with `truth` (a file or a mapping, checked:
+    DiagnosticError on an unknown key or a bad value) laid over them key by key (stats/truthfile.py)."""
+    from scoreaudit.diagnostics import DiagnosticError
+    from scoreaudit.stats.truthfile import check_truth, merged_truth, read_truth
+
     if isinstance(truth, (str, Path)):
-        return json.loads(Path(truth).read_text(encoding="utf-8"))
-    if isinstance(truth, Mapping):
-        return dict(truth)
-    out = {}
-    for name, s in ir.scorers.items():
-        out[name] = dict(s.call.params) if s.call.plugin == "planted" else {"noise": 1.0}
-    return out
+        truth = read_truth(ir, truth)
+    elif isinstance(truth, Mapping):
+        diags = check_truth(ir, truth)
+        if diags:
+            raise DiagnosticError(diags)
+    return merged_truth(ir, truth)
 
 
 def _manifest_rows(arm, spec_path: "Path | None") -> int | None:
