@@ -175,11 +175,24 @@ def summary_lines(results: dict, paths: list[Path]) -> list[str]:
         else:
             failed = [c.get("name", "?") for c in v.get("conditions") or [] if not c.get("held")]
             lines.append(f"verdict {axis}: stress test only" + (f" ({', '.join(failed)} not met)" if failed else ""))
+    lines += lock_lines(results.get("lock"))
     for w in results.get("warnings") or []:  # the statistics' warnings (W0421 ...); the runtime's went to stderr
         if isinstance(w, dict):
             lines.append(f"warning[{w.get('code', '?')}]: {safe_text(str(w.get('message', '')))}")
     for p in paths:
         lines.append(f"{p.suffix[1:].upper()} report: {p}")
+    return lines
+
+
+def lock_lines(lock) -> list[str]:
+    """The pre-registration status when the spec has a lock, each deviation named (item, change)."""
+    if not isinstance(lock, dict) or not lock.get("path"):
+        return []
+    lines = [f"pre-registration: {safe_text(str(lock.get('status')))} ({safe_text(str(lock.get('path')))})"]
+    devs = [d for d in lock.get("deviations") or [] if isinstance(d, dict)]
+    if devs:
+        lines.append(f"deviations from the lock ({len(devs)}):")
+        lines += [f"  {safe_text(str(d.get('item')))}: {safe_text(str(d.get('change')))}" for d in devs]
     return lines
 
 

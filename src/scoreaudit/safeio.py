@@ -72,21 +72,68 @@ def file_problem(path: str | Path) -> str | None:
     return f"is {_kind(st.st_mode)}, not a regular file"
 
 
-def read_regular(path: str | Path, limit: int | None = None) -> bytes:
-    """The bytes of a regular file; `UnsafePath` for anything else, `FileNotFoundError` when absent.
+def opened_path(fd: int) -> str | None:
+    """The real path of an open descriptor (Linux: /proc/self/fd), or None where the system cannot say."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith(os.sep) and not target.endswith(" (deleted)") else None
 
-    The file is opened non-blocking and checked with fstat on the open handle,
-    so a FIFO swapped in after a check still cannot hang the read.
+
+def _opened_inside(fd: int, path: str | Path, root: str | Path) -> bool:
+    """Whether the file behind `fd` lies under `root`: the descriptor's own path where the system gives it,
+    else its (device, inode) against the contained realpath of `path` (a link swapped in after
+    `inside` was checked then no longer matches the descriptor)."""
+    real_root = os.path.realpath(root)
+    where = opened_path(fd)
+    if where is None:
+        real = os.path.realpath(path)
+        try:
+            a, b = os.fstat(fd), os.stat(real)
+        except OSError:
+            return False
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+            return False
+        where = real
+    return where == real_root or where.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def open_regular(path: str | Path, root: str | Path | None = None) -> int:
+    """A non-blocking read descriptor of a regular file, contained in `root` (None: anywhere).
+
+    Containment is checked on the descriptor actually opened (`_opened_inside`), so a file swapped
+    for a link to an outside file between a check and this open is still refused; the kind of file
+    is checked with fstat, so a FIFO swapped in cannot hang the read. Raises `UnsafePath` (outside,
+    or not a regular file) and `FileNotFoundError`.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
     try:
+        if root is not None and not _opened_inside(fd, path, root):
+            what = "leaves the project folder (it resolves outside the spec's folder)"
+            raise UnsafePath(f"{path} {what}", what)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             what = f"is {_kind(st.st_mode)}, not a regular file"
             raise UnsafePath(f"{path} {what}", what)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | Path, limit: int | None = None, root: str | Path | None = None) -> bytes:
+    """The bytes of a regular file; `UnsafePath` for anything else, `FileNotFoundError` when absent.
+
+    The file is opened non-blocking and checked with fstat on the open handle,
+    so a FIFO swapped in after a check still cannot hang the read; with `root`,
+    the opened file itself must lie under it (`open_regular`).
+    """
+    fd = open_regular(path, root)
+    try:
         chunks = []
         remaining = limit
         while True:
@@ -177,17 +224,163 @@ def temp_path(path: str | Path) -> Path:
     return Path(tmp)
 
 
-def links_outside(folder: str | Path, max_entries: int = 10_000) -> list[str]:
-    """Entries of `folder` (recursively) that are symlinks resolving outside it: a bundle must not have any."""
+def links_outside(folder: str | Path) -> list[str]:
+    """Entries of `folder` (recursively, every one of them) that would let a reader leave it: symlinks
+    resolving outside it, and regular files with other hard links (a hard link's other names may lie
+    anywhere on the file system, so its content is not the bundle's own). A bundle must have none."""
     root = Path(folder)
     out: list[str] = []
-    seen = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in dirnames + filenames:
-            seen += 1
-            if seen > max_entries:
-                return out
             p = Path(dirpath) / name
-            if p.is_symlink() and not inside(p, root):
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                if not inside(p, root):
+                    out.append(p.relative_to(root).as_posix())
+            elif stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                 out.append(p.relative_to(root).as_posix())
     return sorted(out)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def planted_link(target: str | Path, project: str | Path) -> str | None:
+    """The first symbolic link on the way to `target` (itself included) that lives inside `project`.
+
+    Every component of the target's absolute path is looked at, not only the folder and its parent:
+    a link anywhere between the project folder and the target would carry a write outside. Links
+    above the project (the user's own home layout) are not the project's and are followed.
+    """
+    real_project = os.path.realpath(project)
+    parts = Path(os.path.abspath(target)).parts
+    cur = parts[0]
+    for part in parts[1:]:
+        cur = os.path.join(cur, part)
+        try:
+            st = os.lstat(cur)
+        except OSError:  # nothing below this exists yet: no link can be on the way
+            return None
+        if stat.S_ISLNK(st.st_mode) and _under(os.path.realpath(os.path.dirname(cur)), real_project):
+            return cur
+    return None
+
+
+def refuse_planted_links(target: str | Path, project: str | Path | None, what: str) -> None:
+    """`UnsafePath` when a symbolic link inside the project lies on the way to `target` (see `planted_link`)."""
+    if project is None:
+        return
+    link = planted_link(target, project)
+    if link is not None:
+        try:
+            to = os.readlink(link)
+        except OSError:
+            to = "?"
+        raise UnsafePath(f"{what} {target}: {link} is a symbolic link inside the project folder (to {to}); "
+                         "refusing to write through it: remove the link, or give a real folder outside "
+                         "the project with --out / --cache", f"goes through the symbolic link {link}")
+
+
+# ---------------------------------------------------------------- JSON of bounded depth
+
+MAX_JSON_DEPTH = 200  # far deeper than anything scoreaudit writes; Python's parser recurses per level
+
+
+class JSONTooDeep(ValueError):
+    """A JSON document nested deeper than MAX_JSON_DEPTH: refused before the parser recurses into it."""
+
+
+def json_depth_problem(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """None when no array/object nests deeper than `limit`, else where it does (strings skipped)."""
+    import re
+
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") <= limit:  # cannot nest deeper: no scan
+        return None
+    depth = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, m.start()) + 1
+                return f"nested deeper than {limit} levels (line {line})"
+        elif c in "]}":
+            depth -= 1
+    return None
+
+
+def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH, **kwargs):
+    """`json.loads` that refuses (JSONTooDeep) documents nested deeper than `limit` instead of a RecursionError."""
+    import json
+
+    problem = json_depth_problem(text, limit)
+    if problem is not None:
+        raise JSONTooDeep(f"the JSON document is {problem}: not a file scoreaudit writes")
+    return json.loads(text, **kwargs)
+
+
+# ---------------------------------------------------------------- replacing a folder whole
+
+
+def _remove(path: Path) -> None:
+    """Remove a leftover file, link or folder (links are removed, never followed)."""
+    import shutil
+
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        os.unlink(path)
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def staging_for(target: str | Path) -> Path:
+    """Where to write a folder that replaces `target`: `target` itself when it is absent or empty,
+    else a fresh `.NAME.next` beside it (`swap_in` puts it in place at the end), so an interrupted
+    rewrite leaves the old folder whole."""
+    target = Path(target)
+    if not target.is_dir() or target.is_symlink() or not any(os.scandir(target)):
+        return target
+    stage = target.with_name(f".{target.name}.next")
+    if os.path.lexists(stage):  # what an interrupted earlier rewrite left
+        _remove(stage)
+    return stage
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), exchange) == 0
+
+
+def swap_in(staged: str | Path, target: str | Path) -> Path:
+    """Put the folder `staged` (from `staging_for`) at `target`, the old one removed afterwards.
+
+    With RENAME_EXCHANGE the swap is one atomic step: at every instant `target` is the old folder
+    or the new one. Elsewhere two renames, the old folder kept as `.NAME.old` in between.
+    """
+    staged, target = Path(staged), Path(target)
+    if staged == target:
+        return target
+    if _exchange(staged, target):
+        _remove(staged)  # now the old folder
+        return target
+    old = target.with_name(f".{target.name}.old")
+    if os.path.lexists(old):
+        _remove(old)
+    os.rename(target, old)
+    os.rename(staged, target)
+    _remove(old)
+    return target

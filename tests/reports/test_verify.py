@@ -21,6 +21,9 @@ def planted(tmp_path_factory) -> Path:
                        exclusions=[{"arm": "real", "image_id": "x1", "row": 3, "stage": "decode",
                                     "reason": "<script>alert(1)</script>"}])
     render(d, formats=["html"])
+    from scoreaudit.reports.manifest import write_manifest
+
+    write_manifest(d)  # as `run` does last: a re-render alone never writes a whole manifest
     return d
 
 

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 from scoreaudit.compiler import ir as irm
 
-ITEMS_VERSION = 2
+ITEMS_VERSION = 3  # 3: hypothesis titles verbatim; `data files of arm` items (runtime/datafiles.py)
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|[^"#]+|["#]')
 
 
@@ -157,7 +157,8 @@ def lock_items(ir: irm.AuditIR, spec_dir: Path | None = None) -> dict[str, str]:
         under = f" under {sel.operator}" if sel.operator else ""
         items[f"select {name}"] = f"best_of {sel.n}{under} by {sel.measure}"
     for h in ir.hypotheses:
-        items[f"hypothesis {h.name}"] = f"{json.dumps(normalise(h.title), ensure_ascii=False)} {{ {normalise(h.text)} }}"
+        # the title is a string: kept verbatim (normalising it dropped the space after a `:` in it)
+        items[f"hypothesis {h.name}"] = f"{json.dumps(h.title, ensure_ascii=False)} {{ {normalise(h.text)} }}"
     if spec_dir is not None:
         root = Path(spec_dir)
         for rel in data_paths(ir):

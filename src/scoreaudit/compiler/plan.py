@@ -116,17 +116,19 @@ def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
         except PromptsError:
             return None
     manifest = p.get("manifest")
+    from scoreaudit.safeio import file_problem, inside
+
     try:
         if manifest:
             path = (base / manifest)
-            if not path.is_file():
+            if not inside(path, base) or file_problem(path) is not None:  # outside: never opened (E0707)
                 return None
             rows = manifest_rows(path)
             if rows is None:
                 return None
             return rows * 2 if arm.source == "pairs" else rows
         folder = base / p.get("folder", "")
-        if not folder.is_dir():
+        if not inside(folder, base) or not folder.is_dir():  # outside: never listed (E0707)
             return None
         return sum(1 for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
     except (OSError, UnicodeDecodeError, ValueError, csv.Error):

@@ -175,7 +175,7 @@ class Mask:
         if not inside(path, ctx.root):  # the runtime refuses these before the run (E0707); never read one
             raise _fail(f"mask path {rel} (column '{column}') leaves the project folder")
         try:
-            with Image.open(io.BytesIO(read_regular(path))) as img:
+            with Image.open(io.BytesIO(read_regular(path, root=ctx.root))) as img:  # the opened file contained
                 img = ImageOps.exif_transpose(img)
                 if img.mode.startswith("I"):
                     grey = np.clip(np.asarray(img).astype(np.float64) / 257.0, 0, 255)

@@ -20,10 +20,12 @@ class BundleError(Exception):
 
 
 def load_json(path: Path) -> Any:
-    from scoreaudit.safeio import read_regular
+    from scoreaudit.safeio import JSONTooDeep, loads_bounded, read_regular
 
     try:
-        return json.loads(read_regular(path).decode("utf-8"))
+        return loads_bounded(read_regular(path).decode("utf-8"))
+    except JSONTooDeep as e:
+        raise BundleError(f"{path}: {e}") from None
     except FileNotFoundError:
         raise BundleError(f"{path} not found: is {path.parent} a results folder written by `scoreaudit run`?") from None
     except UnicodeDecodeError as e:

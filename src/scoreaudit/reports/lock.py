@@ -89,10 +89,12 @@ def scores_seen(spec_path: Path, ir, cache_path: Path | None = None) -> dict[str
     holds scores of a spec when its provenance has score slots of the spec's
     scorers on its arms.
     """
+    from scoreaudit.safeio import loads_bounded, planted_link, read_regular
+
     spec_path = Path(spec_path)
     found: list[tuple[str, str]] = []
     cache = Path(cache_path) if cache_path is not None else spec_path.resolve().parent / ".scoreaudit" / "cache.sqlite"
-    if cache.is_file():
+    if cache.is_file() and planted_link(cache, spec_path.resolve().parent) is None:
         try:
             db = sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=30.0)
             try:
@@ -107,12 +109,11 @@ def scores_seen(spec_path: Path, ir, cache_path: Path | None = None) -> dict[str
                 db.close()
         except sqlite3.DatabaseError:
             pass
-    out_dir = spec_path.resolve().parent / "out"
-    for run_json in sorted(out_dir.glob("*/run.json")) if out_dir.is_dir() else []:
+    for run_json in _bundles(spec_path.resolve().parent):
         try:
-            info = json.loads(run_json.read_text(encoding="utf-8"))
+            info = loads_bounded(read_regular(run_json, root=spec_path.resolve().parent).decode("utf-8"))
             spec_copy = run_json.parent / "spec.audit"
-            same = spec_copy.is_file() and _spec_title(spec_copy) == ir.settings.title
+            same = spec_copy.is_file() and _spec_title(spec_copy, spec_path.resolve().parent) == ir.settings.title
         except (OSError, ValueError):
             continue
         if same and isinstance(info, dict) and info.get("first_score_at"):
@@ -121,14 +122,36 @@ def scores_seen(spec_path: Path, ir, cache_path: Path | None = None) -> dict[str
     return {"first_score_seen": found[0][0] if found else None, "where": sorted({w for _, w in found})}
 
 
+BUNDLE_DEPTH = 4  # folders below the spec's folder searched for bundles (`--out out`, out/NAME, runs/a/b ...)
+
+
+def _bundles(project: Path) -> list[Path]:
+    """Every run.json of a bundle (beside a spec.audit) in the spec's folder, at most BUNDLE_DEPTH levels
+    down, links not followed: wherever `run --out` put it inside the project, deleting the cache does
+    not hide it."""
+    import os
+
+    out = []
+    top = len(project.parts)
+    for dirpath, dirnames, filenames in os.walk(project, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".scoreaudit", "node_modules")
+                             and len(here.parts) - top < BUNDLE_DEPTH)
+        if "run.json" in filenames and "spec.audit" in filenames:
+            out.append(here / "run.json")
+    return out
+
+
 def _like(s: str) -> str:
     return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _spec_title(path: Path) -> str | None:
+def _spec_title(path: Path, root: Path) -> str | None:
     import re
 
-    m = re.search(r'audit\s+"((?:[^"\\]|\\.)*)"', path.read_text(encoding="utf-8", errors="replace"))
+    from scoreaudit.safeio import read_regular
+
+    m = re.search(r'audit\s+"((?:[^"\\]|\\.)*)"', read_regular(path, root=root).decode("utf-8", "replace"))
     return m.group(1) if m else None
 
 
@@ -146,8 +169,11 @@ def write_lock(spec_path: Path, now: str | None = None, *, after_scoring: bool =
     from scoreaudit.compiler.lock import checked_items
     from scoreaudit.safeio import write_atomic
 
+    from scoreaudit.runtime.datafiles import file_items
+
     spec_path = Path(spec_path)
     ir, items, source = checked_items(spec_path)
+    items = {**items, **file_items(ir, spec_path.resolve().parent)}  # the bytes of every image and mask
     seen = scores_seen(spec_path, ir, cache_path)
     if seen["first_score_seen"] and not after_scoring:
         raise LockRefused(f"scores of this spec exist already (since {seen['first_score_seen']}, in "
@@ -176,13 +202,17 @@ def write_lock(spec_path: Path, now: str | None = None, *, after_scoring: bool =
 def _current_items(ir, spec_path: Path) -> dict[str, str]:
     from scoreaudit.compiler.ir import AuditIR
 
+    from scoreaudit.runtime.datafiles import file_items
+
     model = AuditIR.model_validate(ir) if isinstance(ir, dict) else ir
-    return lock_items(model, spec_path.resolve().parent if spec_path.exists() else None)
+    if not spec_path.exists():
+        return lock_items(model, None)
+    return {**lock_items(model, spec_path.resolve().parent), **file_items(model, spec_path.resolve().parent)}
 
 
 def lock_status(spec_path: Path, ir, first_score_at: str | None) -> dict:
     """Judge a run (its `ir`) against FILE.lock item by item; the dict is lock.json's content."""
-    from scoreaudit.safeio import read_regular
+    from scoreaudit.safeio import loads_bounded, read_regular
 
     spec_path = Path(spec_path)
     path = lock_path(spec_path)
@@ -192,8 +222,8 @@ def lock_status(spec_path: Path, ir, first_score_at: str | None) -> dict:
         return {**base, "path": None, "status": "not pre-registered",
                 "detail": f"No lock file ({path.name}) was found next to the spec; run `scoreaudit lock` before scoring."}
     try:
-        raw = read_regular(path)
-        lock = json.loads(raw.decode("utf-8"))
+        raw = read_regular(path, root=spec_path.resolve().parent)  # a link to a file outside is never read
+        lock = loads_bounded(raw.decode("utf-8"))
         locked_hyps = dict(lock["hypotheses"])
         locked_at = str(lock["locked_at"])
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -256,8 +286,10 @@ def write_lock_status(bundle_dir: Path, spec_path: Path, ir) -> dict:
     run_json = bundle_dir / "run.json"
     if run_json.exists():
         try:
-            run_info = json.loads(run_json.read_text(encoding="utf-8"))
-        except ValueError:
+            from scoreaudit.safeio import loads_bounded, read_regular
+
+            run_info = loads_bounded(read_regular(run_json).decode("utf-8"))
+        except (OSError, ValueError):
             run_info = {}
     status = lock_status(Path(spec_path), ir, run_info.get("first_score_at"))
     write_atomic(bundle_dir / "lock.json", json.dumps(status, indent=2, sort_keys=True) + "\n")

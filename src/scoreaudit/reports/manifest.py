@@ -4,7 +4,10 @@
 files no statistic reads (an unused table, run.log, the environment block,
 the reports). manifest.json commits to every byte: a changed, deleted or
 added file is a named mismatch. `scoreaudit report` updates only the entries
-of the reports it rewrites, so re-rendering never launders an edit elsewhere.
+of the reports it rewrites, so re-rendering never launders an edit elsewhere:
+it never hashes a file it did not write itself, and when the bundle has no
+valid manifest (deleted, replaced by a FIFO, edited into something else) it
+writes none, so `verify` keeps saying the manifest is missing.
 """
 
 from __future__ import annotations
@@ -38,24 +41,40 @@ def bundle_files(bundle: Path) -> list[str]:
     return sorted(out)
 
 
-def write_manifest(bundle: Path, only: Iterable[str] | None = None) -> Path:
-    """Write manifest.json: every file's sha256; with `only`, update just those entries of an existing one."""
+def read_manifest(path: Path) -> dict[str, str] | None:
+    """The `files` of a manifest.json, or None when it is absent, not a regular file or not a manifest."""
+    from scoreaudit.safeio import loads_bounded, read_regular
+
+    try:
+        files = loads_bounded(read_regular(path).decode("utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):  # JSONTooDeep and UnicodeDecodeError are ValueErrors
+        return None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return None
+    return dict(files)
+
+
+def write_manifest(bundle: Path, only: Iterable[str] | None = None) -> Path | None:
+    """Write manifest.json: every file's sha256 (after a run, by the run itself).
+
+    With `only` (a re-render: the reports it just wrote), update just those entries of the existing
+    manifest; without a valid one, write nothing and return None: hashing the rest would vouch for
+    files the re-render did not write (an edited results.json or run.log would then verify).
+    """
     from scoreaudit.safeio import write_atomic
 
     bundle = Path(bundle)
     path = bundle / MANIFEST
-    files: dict[str, str] = {}
-    if only is not None and path.is_file():
-        try:
-            files = dict(json.loads(path.read_text(encoding="utf-8")).get("files") or {})
-        except (OSError, ValueError, AttributeError, TypeError):  # not a manifest: only the report entries
-            files = {}
-        names = list(only)
+    if only is not None:
+        existing = read_manifest(path)
+        if existing is None:
+            return None
+        files, names = existing, list(only)
     else:
-        names = bundle_files(bundle)
+        files, names = {}, bundle_files(bundle)
     for rel in names:
         p = bundle / rel
-        if p.is_file():
+        if p.is_file() and not p.is_symlink():
             files[rel] = _sha(p)
         else:
             files.pop(rel, None)
@@ -67,14 +86,12 @@ def check_manifest(bundle: Path) -> list[str]:
     """Every file that differs from manifest.json: changed, missing, or added after the run."""
     bundle = Path(bundle)
     path = bundle / MANIFEST
-    if not path.is_file():
+    if not os.path.lexists(path):
         return [f"{MANIFEST} is missing: the bundle's files cannot be checked byte for byte "
                 "(bundles written by `scoreaudit run` have one)"]
-    try:
-        files = json.loads(path.read_text(encoding="utf-8"))["files"]
-        assert isinstance(files, dict)
-    except (OSError, ValueError, KeyError, TypeError, AssertionError):
-        return [f"{MANIFEST} is not a valid manifest"]
+    files = read_manifest(path)
+    if files is None:
+        return [f"{MANIFEST} is not a valid manifest (not a regular file, or not what `scoreaudit run` writes)"]
     out = []
     present = set(bundle_files(bundle))
     for rel, sha in sorted(files.items()):

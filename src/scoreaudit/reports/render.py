@@ -187,8 +187,11 @@ def wanted_formats(ctx: ReportContext, formats: Iterable[str] | None) -> list[st
     return formats
 
 
-def render(bundle_dir: Path, formats: Iterable[str] | None = None) -> list[Path]:
-    """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks)."""
+def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manifest: bool = True) -> list[Path]:
+    """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks).
+
+    `update_manifest`: record the reports' new hashes in manifest.json (a re-render); `run` passes False
+    and writes the whole manifest itself right after."""
     bundle_dir = Path(bundle_dir)
     ctx = ReportContext.load(bundle_dir)
     try:
@@ -208,7 +211,12 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None) -> list[Path]
             print(f"warning: {e}", file=sys.stderr)
     from scoreaudit.reports.manifest import write_manifest
 
-    write_manifest(bundle_dir, only=[p.name for p in written])  # just the reports: never launders other edits
+    if update_manifest and write_manifest(bundle_dir, only=[p.name for p in written]) is None:  # just the reports
+        import sys
+
+        print(f"warning: {bundle_dir / 'manifest.json'} is missing or not a valid manifest: it was not rewritten "
+              "(a re-render vouches only for the reports it writes), so `scoreaudit verify` will say so; "
+              "run the audit again for a bundle with a manifest", file=sys.stderr)
     return written
 
 

@@ -72,6 +72,13 @@ class CacheError(DiagnosticError):
                                      help="delete the file (it is only a cache) or pass another --cache path")])
 
 
+def cache_files(path: str | Path) -> list[Path]:
+    """Every path a cache at `path` writes: the database, SQLite's WAL, shm and journal files, and the
+    generated-image and probe stores beside it (their links are checked before a run writes)."""
+    path = Path(path)
+    return [path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal", ".generated", ".probes"))]
+
+
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -67,7 +67,7 @@ import polars as pl
 from scoreaudit.plugins.base import ImageFailure, content_hash  # noqa: F401  (re-exported)
 from scoreaudit.runtime.manifest_frame import JSON_SUFFIXES, key_column, key_text, read_manifest  # noqa: F401
 from scoreaudit.runtime.tablefile import inside as _inside
-from scoreaudit.safeio import UnsafePath, file_problem, read_regular
+from scoreaudit.safeio import UnsafePath, file_problem, open_regular, read_regular
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
@@ -105,6 +105,7 @@ class ImageRecord:
     side: str | None = None  # "preferred" | "other" for pairs arms
     pair_id: str | None = None
     columns: Mapping[str, Any] = field(default_factory=dict)  # the manifest row, values as read
+    root: str | None = None  # the folder the file must lie in when it is opened (None: anywhere)
 
 
 @dataclass(frozen=True)
@@ -257,11 +258,14 @@ def _too_big(width: int, height: int, max_pixels: int) -> str:
             f"the arm if you trust this file)")
 
 
-def decode_image(path: str | Path, max_pixels: int = 89_478_485, info: dict | None = None) -> np.ndarray:
+def decode_image(path: str | Path, max_pixels: int = 89_478_485, info: dict | None = None,
+                 root: str | Path | None = None) -> np.ndarray:
     """Decode one file to uint8 H×W×3 sRGB, or raise `ImageFailure(stage="decode")`.
 
     `info`, when given, receives "frames": the file's frame count (an animated
-    image decodes to its first frame).
+    image decodes to its first frame). `root`: the file actually opened must lie
+    under it (checked on the open descriptor, so a link swapped in after the
+    manifest check is refused, not read).
     """
     from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
@@ -270,7 +274,7 @@ def decode_image(path: str | Path, max_pixels: int = 89_478_485, info: dict | No
     ImageFile.LOAD_TRUNCATED_IMAGES = False
     path = Path(path)
     try:
-        data = read_regular(path)
+        data = read_regular(path, root=root)
     except FileNotFoundError:
         raise ImageFailure("decode", "image file not found") from None
     except UnsafePath as exc:
@@ -320,7 +324,7 @@ def decode_record(record: ImageRecord, max_pixels: int = 89_478_485) -> Decoded 
                          f"the arm has no image files (images: false) (row {record.row})")
     info: dict = {}
     try:
-        image = decode_image(record.path, max_pixels, info)
+        image = decode_image(record.path, max_pixels, info, root=record.root)
     except ImageFailure as exc:
         return Exclusion(record.arm, record.image_id, record.row, exc.stage,
                          f"{exc.reason} (row {record.row}, {record.display_path})")
@@ -435,14 +439,20 @@ def _probe(path: Path, max_pixels: int) -> str | None:
     return _probe_header(path, max_pixels)
 
 
-def _probe_header(path: Path, max_pixels: int) -> str | None:
-    """`_probe` of a file already known to be a regular file."""
+def _probe_header(path: Path, max_pixels: int, root: Path | None = None) -> str | None:
+    """`_probe` of a file already known to be a regular file (opened contained in `root`)."""
     from PIL import Image, UnidentifiedImageError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
-            with Image.open(path) as img:
+            fd = open_regular(path, root)
+        except UnsafePath as exc:
+            return f"the path {exc.what}"
+        except OSError as exc:
+            return f"cannot read the file ({exc.strerror or exc})"
+        try:
+            with os.fdopen(fd, "rb") as fh, Image.open(fh) as img:
                 width, height = img.size
         except Image.DecompressionBombError as exc:
             return f"refused as a possible decompression bomb: {exc}"
@@ -599,7 +609,7 @@ def _records_from_frame(col: _Collector, arm, frame, values: Sequence[Mapping[st
             if probe:
                 seen = (st.st_size, st.st_mtime_ns) if st is not None else None
                 if seen is None or tuple(known.get(str(path), ())) != seen:  # this very file passed before
-                    reason = _probe_header(path, max_pixels)
+                    reason = _probe_header(path, max_pixels, root)
                     if reason is not None:
                         col.row_problem("E0706", image_id, row_no, f"{reason} (row {row_no}, {shown})",
                                         help="replace the file, or remove the row")
@@ -609,7 +619,8 @@ def _records_from_frame(col: _Collector, arm, frame, values: Sequence[Mapping[st
             row_records.append(ImageRecord(
                 arm=arm.name, image_id=image_id, row=row_no, path=path, display_path=shown,
                 cluster=cluster if cluster is not None else base_id, prompt=prompts[i], side=side,
-                pair_id=base_id if side else None, columns=values[i]))
+                pair_id=base_id if side else None, columns=values[i],
+                root=os.fspath(root) if root is not None else None))
         if len(row_records) == len(sides):
             records.extend(row_records)
         else:  # half a pair cannot be compared: drop the surviving side too, saying why

@@ -1,5 +1,8 @@
 """`scoreaudit check` reads the manifests that exist: every missing or misspelled column, before any run.
 
+A manifest or image folder outside the spec's folder is E0707 here as in `run`, before anything of
+it is opened or listed.
+
 The same column rules as the run (`images.load_manifest`, fed by
 `columns.required_columns`), so a misspelled column fails `check`, not an hour
 into `run`. Manifests or folders that do not exist yet are skipped (data may
@@ -30,6 +33,23 @@ def _arm_span(source: str, name: str) -> Span | None:
     return Span(line, col, line, col + len(name), m.start(1), m.end(1))
 
 
+def outside_paths(arm, spec_dir: Path, root: Path | None) -> list[Diagnostic]:
+    """E0707 for an arm's manifest or image folder outside `root` (links followed), whether or not it
+    exists yet: the same rule as `images.load_manifest`, without opening or listing anything."""
+    from scoreaudit.safeio import inside
+
+    if root is None:
+        return []
+    p = dict(arm.call.params)
+    out = []
+    for what, key in (("manifest", "manifest"), ("image folder", "folder")):
+        rel = p.get(key)
+        if isinstance(rel, str) and rel and not inside(spec_dir / rel, root):
+            out.append(Diagnostic("E0707", "error", f"{what} '{rel}' of arm '{arm.name}' is outside the spec's folder",
+                                  help="move the data under the spec's folder, or run with --allow-outside"))
+    return out
+
+
 def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -> list[Diagnostic]:
     """Column diagnostics (and W0620) for every arm whose manifest exists."""
     from scoreaudit.runtime.columns import required_columns
@@ -41,6 +61,11 @@ def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -
     for name, arm in ir.arms.items():
         p = dict(arm.call.params)
         manifest = p.get("manifest")
+        if arm.source in ("images", "pairs"):
+            outside = outside_paths(arm, spec_dir, root)
+            if outside:  # what `run` refuses with E0707, refused here too (and nothing of it is opened)
+                out += [replace(d, span=_arm_span(source, name), path=str(spec_path)) for d in outside]
+                continue
         if arm.source not in ("images", "pairs") or not manifest:
             continue
         if not (spec_dir / manifest).is_file():

@@ -31,14 +31,14 @@ class Masks:
     coverage: Mapping[str, float]
 
 
-def _file_sha(base_dir: Path, value: Any) -> str | None:
+def _file_sha(base_dir: Path, value: Any, root: Path | None = None) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     path = base_dir / value
     if file_problem(path) is not None:
         return None
     try:
-        return hashlib.sha256(read_regular(path)).hexdigest()
+        return hashlib.sha256(read_regular(path, root=root)).hexdigest()  # the opened file itself contained
     except OSError:  # swapped for a FIFO or removed since the check: the region step reports it
         return None
 
@@ -57,11 +57,12 @@ def unpack(packed: np.ndarray, names: list[str], shape: tuple[int, int]) -> dict
 
 
 class RegionSteps:
-    """Evaluates (or loads) every declared region of each decoded image of a batch."""
+    """Evaluates (or loads) the regions an arm needs (`names`, the plan's; None: every declared one)
+    of each decoded image of a batch."""
 
-    def __init__(self, ctx: RunContext):
+    def __init__(self, ctx: RunContext, names=None):
         self.ctx = ctx
-        self.regions = dict(ctx.ir.regions)
+        self.regions = {n: r for n, r in ctx.ir.regions.items() if names is None or n in names}
         self._evaluator = None
         calls = [c for r in self.regions.values() for c in region_calls(r.expr)]
         self.columns = list(dict.fromkeys(col for c in calls for col in
@@ -80,7 +81,7 @@ class RegionSteps:
     def key(self, d: Decoded, base_dir: Path):
         row = d.record.columns
         inputs = {"image": d.content_hash,
-                  "columns": {c: [row.get(c), _file_sha(base_dir, row.get(c))] for c in self.columns}}
+                  "columns": {c: [row.get(c), _file_sha(base_dir, row.get(c), self.ctx.root)] for c in self.columns}}
         return step_key("regions", "regions", self.version, self.params, inputs,
                         slot=f"regions {d.record.arm}/{d.record.image_id}")
 

@@ -156,6 +156,10 @@ def _from_spec(path: str) -> list[ScorerFiles | FolderFiles]:
     if module is not None and not has_errors(diags):
         ir, more = check(module, source, path)
         diags = list(diags) + list(more)
+    if ir is not None and not has_errors(diags):  # nothing outside the model roots is looked at (E0707)
+        from scoreaudit.runtime.model_paths import model_path_diagnostics
+
+        diags += model_path_diagnostics(ir, path, source)
     if ir is None or has_errors(diags):
         raise DiagnosticError(diags, source)
     base = Path(path).resolve().parent

@@ -41,9 +41,11 @@ def environment(ir, run_info: dict) -> dict:
 
 
 def read_json(path: Path) -> dict:
+    from scoreaudit.safeio import loads_bounded, read_regular
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return loads_bounded(read_regular(path).decode("utf-8"))
+    except (OSError, ValueError):  # JSONTooDeep is a ValueError: never a RecursionError
         return {}
 
 
