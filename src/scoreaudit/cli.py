@@ -230,7 +230,15 @@ def cmd_report(args) -> int:
     if unknown:
         raise UsageError(f"unknown report format(s) {', '.join(map(safe_text, unknown))}: use --formats html, pdf "
                          "or html,pdf")
-    for p in api.render(args.dir, formats=formats):
+    if args.export:  # a paper's table or a model card's summary, from the same cells as the HTML
+        from scoreaudit.reports.export import export
+
+        print(safe_text(str(export(Path(args.dir), args.export))))
+        if formats is None:
+            return Exit.OK
+    from scoreaudit.plainprogress import terminal
+
+    for p in api.render(args.dir, formats=formats, progress=not args.quiet and terminal(sys.stderr)):
         print(safe_text(str(p)))
     return Exit.OK
 
@@ -375,6 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
     s.add_argument("--formats", default=None, metavar="LIST",
                    help="html, pdf or html,pdf (default: what the spec's report block asks)")
+    s.add_argument("--format", dest="export", choices=["tex", "md"], default=None,
+                   help="also (or, without --formats, only) export the hypotheses' outcomes: tex = a booktabs "
+                        "LaTeX table (report.tex), md = a Markdown summary (report.md)")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar while rendering")
     s.set_defaults(func=cmd_report)
 
     s = command("verify", "recompute every reported number from the bundle's tables; exit 5 on a mismatch")

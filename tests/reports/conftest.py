@@ -79,3 +79,18 @@ def comparisons_bundle(tmp_path_factory) -> Path:
     except ImportError:
         pass
     return d / "out"
+
+
+@pytest.fixture(scope="session")
+def big_bundle_dir(tmp_path_factory) -> Path:
+    """tests/reports/big.audit (7 scorers, 3 arms, 12 hypotheses) analysed on planted scores, HTML and PDF."""
+    from big_bundle import big_bundle
+
+    from scoreaudit.reports.manifest import write_manifest
+    from scoreaudit.reports.render import render
+
+    d = big_bundle(tmp_path_factory.mktemp("big") / "out", real=150, prompts=40, per_prompt=4, pairs=300,
+                   excluded=400, bootstrap=200)
+    render(d, formats=["html", "pdf"])  # without WeasyPrint: HTML and a warning
+    write_manifest(d)  # as `run` does
+    return d

@@ -40,3 +40,17 @@ def test_thousands_of_exclusions_are_a_few_rows_by_reason(tmp_path):
     assert "tables/exclusions.parquet" in sec
     assert len(sec) < 8_000  # before: one table row per entry (over 600 kB for 6,000 entries)
     assert "img05999" not in html  # the full list stays in the tables
+
+
+def test_rendering_reports_progress_per_section_and_pdf_stage(tmp_path, capsys, monkeypatch):
+    """Off a terminal the bar is plain lines: one when the report stage completes (every section, PDF stages)."""
+    monkeypatch.setenv("SCOREAUDIT_PROGRESS_SECONDS", "0")
+    d = BUILDERS["cross_image"](tmp_path / "b")
+    render(d, formats=["html"], progress=True)
+    err = capsys.readouterr().err
+    from scoreaudit.reports.sections.builtin import load
+
+    n = len(load())
+    assert f"progress: report {n}/{n} (100%)" in err
+    render(d, formats=["html"])
+    assert "progress:" not in capsys.readouterr().err  # off unless asked (the CLI asks on a terminal)

@@ -59,10 +59,14 @@ def _css() -> Markup:
     return Markup(css)
 
 
-def build_sections(ctx: ReportContext) -> tuple[list[RenderedSection], list[str]]:
-    """Run every registered builder in declared order; returns (sections, titles of empty ones)."""
+def build_sections(ctx: ReportContext, bar=None) -> tuple[list[RenderedSection], list[str]]:
+    """Run every registered builder in declared order; returns (sections, titles of empty ones).
+
+    `bar`: a progress bar (plainprogress.StageBar) advanced once per section."""
     shown, omitted = [], []
     for entry in load_sections():
+        if bar is not None:
+            bar.advance(1, entry.meta.get("title", entry.name))
         data = entry.impl(ctx)
         if data is None:
             if entry.meta.get("listed", True):
@@ -72,8 +76,8 @@ def build_sections(ctx: ReportContext) -> tuple[list[RenderedSection], list[str]
     return shown, omitted
 
 
-def render_html(ctx: ReportContext) -> str:
-    sections, omitted = build_sections(ctx)
+def render_html(ctx: ReportContext, bar=None) -> str:
+    sections, omitted = build_sections(ctx, bar)
     r = ctx.results
     arms = r.get("arms") or {}
     scorers = list((r.get("environment") or {}).get("scorers") or {}) or list(dict.fromkeys(c.get("scorer") for c in r.get("cells") or []))
@@ -162,7 +166,7 @@ def _fetcher():
     return URLFetcher(allowed_protocols={"data"})
 
 
-def write_pdf(html: str, out: Path) -> Path:
+def write_pdf(html: str, out: Path, bar=None) -> Path:
     try:
         from PIL import ImageFile
 
@@ -172,7 +176,12 @@ def write_pdf(html: str, out: Path) -> Path:
         ImageFile.LOAD_TRUNCATED_IMAGES = strict  # weasyprint flips this process-wide on import
     except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
         raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
-    write_atomic(out, HTML(string=html, url_fetcher=_fetcher()).write_pdf())
+    if bar is not None:
+        bar.advance(1, "laying out the PDF pages")
+    document = HTML(string=html, url_fetcher=_fetcher()).render()
+    if bar is not None:
+        bar.advance(1, f"writing {len(document.pages)} PDF pages")
+    write_atomic(out, document.write_pdf())
     return out
 
 
@@ -187,36 +196,41 @@ def wanted_formats(ctx: ReportContext, formats: Iterable[str] | None) -> list[st
     return formats
 
 
-def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manifest: bool = True) -> list[Path]:
+def render(bundle_dir: Path, formats: Iterable[str] | None = None, progress: bool = False) -> list[Path]:
     """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks).
 
-    `update_manifest`: record the reports' new hashes in manifest.json (a re-render); `run` passes False
-    and writes the whole manifest itself right after."""
+    `progress`: a bar on a terminal (plain lines elsewhere) per section and PDF stage, so a long render
+    is never a blank screen."""
     bundle_dir = Path(bundle_dir)
     ctx = ReportContext.load(bundle_dir)
+    from scoreaudit.plainprogress import stage_bar
+
     try:
         formats = wanted_formats(ctx, formats)
-        html = render_html(ctx)
     except DATA_ERRORS as e:  # data of a shape the loader's check does not reach: one line, not a traceback
         raise unreadable(bundle_dir, e) from None
-    html_path = bundle_dir / "report.html"
-    write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
-    written = [html_path]
-    if "pdf" in formats:
+    bar = stage_bar(progress, "report", len(load_sections()) + (2 if "pdf" in formats else 0))
+    try:
         try:
-            written.append(write_pdf(html, bundle_dir / "report.pdf"))
-        except PdfUnavailable as e:
-            import sys
+            html = render_html(ctx, bar)
+        except DATA_ERRORS as e:
+            raise unreadable(bundle_dir, e) from None
+        html_path = bundle_dir / "report.html"
+        write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
+        written = [html_path]
+        if "pdf" in formats:
+            try:
+                written.append(write_pdf(html, bundle_dir / "report.pdf", bar))
+            except PdfUnavailable as e:
+                import sys
 
-            print(f"warning: {e}", file=sys.stderr)
+                print(f"warning: {e}", file=sys.stderr)
+    finally:
+        if bar is not None:
+            bar.close()
     from scoreaudit.reports.manifest import write_manifest
 
-    if update_manifest and write_manifest(bundle_dir, only=[p.name for p in written]) is None:  # just the reports
-        import sys
-
-        print(f"warning: {bundle_dir / 'manifest.json'} is missing or not a valid manifest: it was not rewritten "
-              "(a re-render vouches only for the reports it writes), so `scoreaudit verify` will say so; "
-              "run the audit again for a bundle with a manifest", file=sys.stderr)
+    write_manifest(bundle_dir, only=[p.name for p in written])  # just the reports: never launders other edits
     return written
 
 
