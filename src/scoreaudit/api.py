@@ -72,6 +72,14 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
         ir, more = _check(module, source, path)
         from scoreaudit.compiler.coverage import uses_precomputed
 
+        if ir is not None and not has_errors(more):  # model files only from the model roots (E0707)
+            from scoreaudit.runtime.model_paths import model_path_diagnostics
+
+            outside = model_path_diagnostics(ir, path, source, allow_outside)
+            more = list(more) + outside
+            if outside:
+                ir = None
+
         if tables and ir is not None and not has_errors(more) and Path(path).is_file():
             # The manifests that exist: every missing or misspelled column now, not at run time.
             from scoreaudit.runtime.manifest_check import check_manifests
@@ -127,24 +135,40 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     from scoreaudit.runtime.executor import execute
     from scoreaudit.stats.engine import analyse
 
+    from scoreaudit.runtime.cache import cache_files
+    from scoreaudit.runtime.executor import default_cache_path
+    from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for, swap_in
+
     path = Path(path)
     ir, plan = compile(path, allow_outside=allow_outside, tables=False)  # the executor checks the tables
     out = Path(out) if out is not None else path.parent / "out" / path.stem
+    project = path.resolve().parent
+    # writes never pass through a link planted in the project (spec/containment.md), whatever --out says
+    refuse_planted_links(out, project, "output folder")
+    for f in cache_files(Path(cache) if cache is not None else default_cache_path(path)):
+        refuse_planted_links(f, project, "score cache")
+    if out.exists():
+        check_output_dir(out)  # a link or a file at --out itself: refused before anything runs
+    work = staging_for(out)  # a re-run writes beside the old bundle and swaps it in at the end
+    refuse_planted_links(work, project, "output folder")
     from scoreaudit.reports.lock import write_lock_status
 
-    execute(ir, plan, spec_path=path, out_dir=out, device=device, cache_path=cache, progress=progress,
+    execute(ir, plan, spec_path=path, out_dir=work, device=device, cache_path=cache, progress=progress,
             allow_outside=allow_outside, executor=executor, ray_address=ray_address, tensor_path=tensor_path)
-    write_lock_status(out, path, ir)  # pre-registration status, read by the statistics into results.json
+    write_lock_status(work, path, ir)  # pre-registration status, read by the statistics into results.json
     from scoreaudit.runtime.thumbnails import write_thumbnails
 
-    write_thumbnails(ir, path, out, root=None if allow_outside else path.resolve().parent)
-    results = analyse(out, progress=progress)
+    write_thumbnails(ir, path, work, root=None if allow_outside else project)
+    results = analyse(work, progress=progress)
     if render_report:
-        render(out)
+        from scoreaudit.reports.render import render as _render
+
+        _render(work, update_manifest=False)  # the whole manifest is written next
     from scoreaudit.reports.manifest import write_manifest
 
-    write_manifest(out)  # sha256 of every file of the bundle, checked by `verify`
-    return results
+    write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`
+    swap_in(work, out)  # the old bundle or the new one, whole, at every instant
+    return {**results, "bundle": str(out)}
 
 
 def render(bundle: str | Path, formats=None, progress: bool = False) -> list[Path]:

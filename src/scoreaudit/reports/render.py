@@ -196,11 +196,13 @@ def wanted_formats(ctx: ReportContext, formats: Iterable[str] | None) -> list[st
     return formats
 
 
-def render(bundle_dir: Path, formats: Iterable[str] | None = None, progress: bool = False) -> list[Path]:
+def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manifest: bool = True,
+           progress: bool = False) -> list[Path]:
     """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks).
 
-    `progress`: a bar on a terminal (plain lines elsewhere) per section and PDF stage, so a long render
-    is never a blank screen."""
+    `update_manifest`: record the reports' new hashes in manifest.json (a re-render); `run` passes False
+    and writes the whole manifest itself right after. `progress`: a bar on a terminal (plain lines elsewhere)
+    per section and PDF stage, so a long render is never a blank screen."""
     bundle_dir = Path(bundle_dir)
     ctx = ReportContext.load(bundle_dir)
     from scoreaudit.plainprogress import stage_bar
@@ -230,7 +232,12 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, progress: boo
             bar.close()
     from scoreaudit.reports.manifest import write_manifest
 
-    write_manifest(bundle_dir, only=[p.name for p in written])  # just the reports: never launders other edits
+    if update_manifest and write_manifest(bundle_dir, only=[p.name for p in written]) is None:  # just the reports
+        import sys
+
+        print(f"warning: {bundle_dir / 'manifest.json'} is missing or not a valid manifest: it was not rewritten "
+              "(a re-render vouches only for the reports it writes), so `scoreaudit verify` will say so; "
+              "run the audit again for a bundle with a manifest", file=sys.stderr)
     return written
 
 
