@@ -124,6 +124,15 @@ def factor_levels(df: pd.DataFrame, factors: Sequence[str]) -> dict[str, list[st
     return {f: list(dict.fromkeys(df[f].astype(str))) for f in factors}
 
 
+WALD_F = "Wald F test of the factor's terms (cluster-robust, F(q, G − 1))"
+
+
+def _at_zero(name: str):
+    """`test_at` of a statistic whose own test answers `> 0` only: `name` there, else (None) the interval's
+    bootstrap inversion, named by the estimate's interval family."""
+    return lambda t: name if t == 0 else None
+
+
 def factor_effect(df: pd.DataFrame, factor: str, model_factors: Sequence[str], cluster: str,
                   prompt: str | None, W: np.ndarray, order: Sequence[str]) -> Estimate:
     """Largest |difference| of f's marginal means of z-scored scores; Wald test of every f term."""
@@ -162,7 +171,7 @@ def factor_effect(df: pd.DataFrame, factor: str, model_factors: Sequence[str], c
     def p_fn(t, side):
         return p_wald if (side == "greater" and t == 0) else None
 
-    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn,
+    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, test_at=_at_zero(WALD_F),
                     detail={"marginal_means": means, "wald_chi2": w, "wald_f": w / len(k), "wald_df": len(k),
                             "wald_df_denom": max(G - 1, 1), "wald_p": p_wald, "n_clusters": G})
 
@@ -231,21 +240,23 @@ def rank_spread(df: pd.DataFrame, factor: str, cluster: str, W: np.ndarray, orde
     means, per = mean_ranks(df, factor, cluster)
     est = (max(means.values()) - min(means.values())) / denom
     complete = per.dropna()
-    p, chi2 = float("nan"), None
+    p, chi2, name = float("nan"), None, None
     if complete.shape[1] >= 3 and len(complete) >= 2:
         fr = stats.friedmanchisquare(*[complete[c].to_numpy() for c in complete.columns])
         p, chi2 = float(fr.pvalue), float(fr.statistic)
+        name = "Friedman test of the within-cluster ranks"
     elif complete.shape[1] == 2 and len(complete) >= 2:
         # Friedman with two treatments is the sign test; scipy needs three groups.
         d = complete.iloc[:, 0] - complete.iloc[:, 1]
         n = int((d != 0).sum())
         p = float(stats.binomtest(int((d > 0).sum()), n, 0.5).pvalue) if n else 1.0
+        name = "sign test of the two levels' within-cluster ranks (exact binomial)"
     boot = _bootstrap(stat, df, cluster_positions(df[cluster].astype(str), order), W, cluster)
 
     def p_fn(t, side):
         return p if (side == "greater" and t == 0) else None
 
-    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn,
+    return Estimate(est, "bootstrap", boot=boot, p_fn=p_fn, test_at=_at_zero(name) if name else None,
                     detail={"mean_ranks": means, "friedman_p": p, "friedman_statistic": chi2,
                             "n_clusters": int(len(complete)), **kept})
 

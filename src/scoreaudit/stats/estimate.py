@@ -91,14 +91,16 @@ class Estimate:
     # sign-flip); when it exceeds alpha the claim cannot be supported whatever the data (W0423).
     p_floor: Callable[[float, str], float] | None = field(default=None, compare=False, repr=False)
     # A test that depends on the claim's threshold (pairwise accuracy: exact binomial at 0.5, Wilson score
-    # elsewhere): test_at(threshold) names it; None for equivalence claims, which test two thresholds.
+    # elsewhere): test_at(threshold) names it (None from it: `test_name`); threshold None for equivalence.
     test_at: Callable[[float | None], str] | None = field(default=None, compare=False, repr=False)
 
     def test_name_for(self, test) -> str:
         """The test's name for one claim (`TestIR`): `test_at` of its threshold where given, else `test_name`."""
         if self.test_at is not None:
             thr = test.threshold if test.kind in ("greater", "less") else None
-            return self.test_at(None if thr is None else float(thr))
+            name = self.test_at(None if thr is None else float(thr))
+            if name is not None:  # None: this threshold's p is the interval's own inversion
+                return name
         return self.test_name
 
     def smallest_p(self, kind: str, threshold: float | None = None, low: float | None = None,
