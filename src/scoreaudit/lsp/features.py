@@ -49,9 +49,10 @@ KEYWORD_DOCS = {
     "best_of": "`best_of N`: keep the best-scoring of N candidates",
     "within": "`θ within [a, b]`: an equivalence claim (the interval of θ lies inside [a, b])",
     "abs": "`abs(θ) < δ`: an equivalence claim (θ lies within ±δ)",
-    "on": "the arms a claim (or a reading) is evaluated on",
+    "on": "the arms a claim (or a reading) is evaluated on; after a scorer, region, measure, covariate, "
+          "operator or placebo, its scope: the arms it runs on (`... on faces, bodies`)",
     "for": "the scorers a claim (or a reading) is evaluated for: `for each scorer` or `for NAME, ...`",
-    "each": "`for each scorer`: one cell per declared scorer",
+    "each": "`for each scorer`: one cell per declared scorer (on each arm, those in scope there)",
     "not": "region algebra: every pixel outside the region",
     "where": '`where COLUMN = "value"`: a reading restricted to images whose manifest column has that value',
     "difference": "`difference(a, b)`: reading a minus reading b",
@@ -500,11 +501,18 @@ def _statement(ctx: Context, stmt: Optional[str], last: Optional[str], text: str
         return _plugins(STATEMENT_CALL_KIND[stmt])
     if stmt == "operator" and last == ")":
         return _keywords("doses")
+    # a declaration's scope `on ARM, ARM` (the arms after `on` complete above)
+    if stmt in ("scorer", "region", "measure", "covariate") and last == ")" and ctx.depth == 0:
+        return _keywords("on")
+    if stmt == "operator" and ctx.tokens and ctx.tokens[-1].type == "number" and any(t.text == "doses" for t in ctx.tokens):
+        return _keywords("on")
     if stmt == "placebo":
         if last == ")":
             return _keywords("of")
         if last == "of":
             return _declared(ctx.statement_line, text, ["operator"])
+        if ctx.last_n(2)[:1] == ["of"]:
+            return _keywords("on")
     if stmt == "validate":
         if last == "validate":
             return _declared(ctx.statement_line, text, ["measure", "covariate"])
