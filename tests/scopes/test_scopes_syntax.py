@@ -99,3 +99,21 @@ def test_highlighter_marks_a_scope_keyword():
     assert not [t for t in tokens if t[0] is Error]
     ons = [ttype for ttype, value in tokens if value == "on"]
     assert ons and all(t in Keyword for t in ons)
+
+
+@pytest.mark.parametrize("decl,code,message", [
+    ("operator light = lab_shift(channel: L, region: skin) on faces doses -5, 0, 5", "E0102",
+     "an operator's scope `on ...` comes after its doses"),
+    ("placebo p = lab_shift(channel: L, region: rest) on faces of light", "E0101",
+     "a placebo's scope `on ...` comes after `of OPERATOR`"),
+])
+def test_a_scope_written_too_early_says_where_it_goes(decl, code, message):
+    module, problems = api.parse(AUDIT + decl + "\n")
+    assert module is None
+    [d] = problems
+    assert (d.code, d.message) == (code, message)
+    assert (d.span.line, d.span.column) == (2, decl.index(" on ") + 2)
+    assert d.help.startswith("move `on ARM, ...` to the end")
+    # without a later `doses`, the operator still just lacks its doses
+    module, problems = api.parse(AUDIT + "operator light = lab_shift(channel: L, region: skin) on faces\n")
+    assert problems[0].message == "an operator needs its doses"

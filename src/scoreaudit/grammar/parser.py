@@ -458,6 +458,15 @@ def _example_table() -> tuple[dict, dict]:
     return by_token, by_state
 
 
+def _scope_too_early(text: str, tok: Token, keyword: str) -> bool:
+    """`on ARM ... KEYWORD` on one line: a declaration's scope written before the `doses` / `of` it must follow."""
+    if str(tok) != "on" or tok.start_pos is None:
+        return False
+    end = text.find("\n", tok.start_pos)
+    rest = text[tok.start_pos:len(text) if end < 0 else end].split("#")[0]
+    return re.search(rf"\b{keyword}\b(?![ \t]*:)", rest) is not None
+
+
 def _label(err: UnexpectedToken) -> str | None:
     """The code of the example mistake made in the same parser state, if any."""
     by_token, by_state = _example_table()
@@ -593,6 +602,10 @@ class _Parse:
         # 3. the common mistakes, labelled by example
         label = _label(err)
         if (label == "E0102" or "_DOSES" in expected) and _current_decl(self.text, pos) == "operator":
+            if _scope_too_early(self.text, tok, "doses"):
+                self.diag("E0102", "an operator's scope `on ...` comes after its doses", tok_span,
+                          help="move `on ARM, ...` to the end: `operator NAME = ... doses -10, 0, 10 on ARM`")
+                return self.next_decl_line(pos)
             self.diag(
                 "E0102",
                 "an operator needs its doses",
@@ -600,6 +613,10 @@ class _Parse:
                 help="add the doses after the call: `doses -10, 0, 10` or `doses -20..20 step 10`",
             )
             return None if at_end and cut is None else self.next_decl_line(pos)
+        if "_OF" in expected and _current_decl(self.text, pos) == "placebo" and _scope_too_early(self.text, tok, "of"):
+            self.diag("E0101", "a placebo's scope `on ...` comes after `of OPERATOR`", tok_span,
+                      help="move `on ARM, ...` to the end: `placebo NAME = ... of OPERATOR on ARM`")
+            return self.next_decl_line(pos)
         if tok.type == "EQUAL" and (label == "E0104" or expected == {"COLON"}):
             self.diag(
                 "E0104",
