@@ -706,4 +706,28 @@ def agreement(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     if not np.isfinite(est):
         raise StatError(f"agreement(metric: {metric}) is not defined on these labels (e.g. no positive label)")
     det["n_clusters"] = int(len(np.unique(c)))  # G of the small-sample expansion, as every bootstrap statistic's
+    perfect = _perfect_agreement(metric, est, boot, "pair" if source == "pairs" else "image")
+    if perfect is not None:
+        return Estimate(float("nan"), "fixed", undefined=perfect, detail=det)
     return Estimate(est, "bootstrap", boot=boot, detail=det)
+
+
+def _perfect_agreement(metric: str, est: float, boot: np.ndarray, unit: str) -> str | None:
+    """Why a perfect (or perfectly wrong) agreement is inconclusive, in words; None otherwise.
+
+    Every resample of a perfectly separated sample is perfectly separated, so the cluster bootstrap gives
+    the estimate B times: no interval, no test. The degeneracy guard would say only that; this says what
+    the data show (the value, and why it stops the bootstrap) so the sentence carries the number."""
+    from scoreaudit.stats.degenerate import numerically_constant
+
+    if est not in (0.0, 1.0) or not numerically_constant(boot):
+        return None
+    if metric == "auroc":
+        side = "above" if est == 1.0 else "below"
+        what = (f"every {unit} labelled 1 scores {side} every {unit} labelled 0 (AUROC = {est:g} on these data, "
+                "perfect separation)")
+    else:
+        what = (f"{'every' if est == 1.0 else 'no'} call matches its label ({metric} = {est:g} on these data)")
+    return (f"{what}: every bootstrap resample gives the same value, so no interval or test can be formed "
+            f"from them and the cell is inconclusive; more {unit}s, some of which the score does not order "
+            "perfectly, make it defined")
