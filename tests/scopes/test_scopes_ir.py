@@ -119,3 +119,14 @@ def test_axis_rules_pick_only_a_measure_in_scope_on_the_claims_arms():
     cells = {c.id: c for c in _ir(spec).cells()}
     assert cells["X.1/laion/faces"].axis == ("ita", "hue")
     assert cells["X.2/laion/bodies"].axis is None  # ita (rules 3 and 4) is computed on faces only
+
+
+def test_runs_on_fills_an_empty_scope_by_kind():
+    from scoreaudit.compiler.ir import runs_on
+
+    ir = _ir(HEAD + CLAIMS)
+    assert runs_on(ir.scorers["laion"], ir) == ("faces", "bodies", "wide")  # a scorer scores pairs arms too
+    assert runs_on(ir.scorers["pick"], ir) == ("faces",)
+    assert runs_on(ir.regions["skin"], ir) == ("faces", "bodies")  # pixels: images arms only
+    assert runs_on(ir.operators["light_rest"], ir) == ("faces",)
+    assert runs_on(ir.measures["deformation"], ir) == ("bodies",)

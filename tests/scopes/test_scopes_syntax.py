@@ -117,3 +117,17 @@ def test_a_scope_written_too_early_says_where_it_goes(decl, code, message):
     # without a later `doses`, the operator still just lacks its doses
     module, problems = api.parse(AUDIT + "operator light = lab_shift(channel: L, region: skin) on faces\n")
     assert problems[0].message == "an operator needs its doses"
+
+
+def test_textmate_grammar_marks_a_scope_keyword(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    babi = pytest.importorskip("babi.highlight")
+    grammar = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "syntaxes" / "audit.tmLanguage.json"
+    shutil.copy(grammar, tmp_path / "source.audit.json")
+    compiler = babi.Grammars(str(tmp_path)).compiler_for_scope("source.audit")
+    line = "operator widen = torso_warp(region: torso) doses 0.8..1.2 step 0.1 on bodies, faces\n"
+    _, regions = babi.highlight_line(compiler, compiler.root_state, line, True)
+    scopes = {line[a:b]: scope[-1] for a, b, scope in regions if line[a:b].strip()}
+    assert scopes["on"] == "keyword.other.audit" and scopes["doses"] == "keyword.other.audit"

@@ -309,6 +309,15 @@ class AuditIR(Frozen):
         return out
 
 
+def runs_on(decl: Union[ScorerIR, RegionIR, MeasureIR, OperatorIR], audit: AuditIR) -> tuple[str, ...]:
+    """The arms a declaration runs on: its scope, else every arm (a scorer) or every images arm (the rest)."""
+    if decl.on:
+        return decl.on
+    if isinstance(decl, ScorerIR):
+        return tuple(audit.arms)
+    return tuple(n for n, a in audit.arms.items() if a.source == "images")
+
+
 RegionNotIR.model_rebuild()
 RegionBinIR.model_rebuild()
 StatCallIR.model_rebuild()
