@@ -570,6 +570,7 @@ def selections_pass(module: ast.Module, st: State) -> None:
 
 
 from scoreaudit.compiler.clusters import few_clusters_pass  # noqa: E402  (W0421 once the cells exist)
+from scoreaudit.compiler.limits import limits_pass  # noqa: E402  (E0251: alpha vs bootstrap vs memory)
 
 
 def hypotheses_pass(module: ast.Module, st: State) -> None:
@@ -616,5 +617,6 @@ PASSES = (
     probes_pass,
     hypotheses_pass,
     few_clusters_pass,
+    limits_pass,
     report_pass,
 )
