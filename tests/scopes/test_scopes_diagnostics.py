@@ -112,6 +112,14 @@ def test_for_each_scorer_with_no_scorer_on_an_arm_names_the_scopes():
     assert help == "add wide to a scorer's scope, or remove wide from this claim"
 
 
+def test_a_claim_without_for_with_no_scorer_on_an_arm():
+    spec = HEAD + 'hypothesis P1 "Pairs" {\n  pairwise_accuracy() > 0.5 on wide\n}\n'
+    spec = spec.replace("scorer laion = laion_aesthetic()", "scorer laion = laion_aesthetic() on faces")
+    [(line, col, message, _)] = diags(spec, "E0534")
+    assert (line, col) == position(spec, "wide", "pairwise_accuracy")
+    assert message.startswith("this claim (no `for`: every scorer in scope) finds no scorer in scope on arm `wide`")
+
+
 def test_a_comparison_with_no_scorer_on_its_arms():
     spec = _claim("difference(fidelity_index(hue) on faces, fidelity_index(hue) on bodies) > 0 for each scorer")
     spec = spec.replace("scorer laion = laion_aesthetic()", "scorer laion = laion_aesthetic() on faces")

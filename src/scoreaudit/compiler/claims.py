@@ -209,7 +209,7 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
                                    axis=axis))
     for a, (arms_read, fits) in filled.items():
         if not fits and st.scorers:
-            no_scorer(st, arms_read, next((x for x in claim.arms if x.name == a), None) or claim)
+            no_scorer(st, arms_read, next((x for x in claim.arms if x.name == a), None) or claim, claim)
     if not cells and same is not None:
         sink.emit("E0464", comp, f"both sides of `{comp.kind}` are the same reading "
                   f"(`{text(comp.a.call)}` on {same[0].arm} for {same[0].scorer})",

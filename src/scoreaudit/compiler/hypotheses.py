@@ -458,7 +458,7 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
     if implicit and scorers:
         for arm, arms in groups:
             if not any(covers(st, s, arms) for s in scorers):
-                no_scorer(st, arms, arm_nodes[arms[0]] if arm is not None else claim)
+                no_scorer(st, arms, arm_nodes[arms[0]] if arm is not None else claim, claim)
     rows = ()
     if stratum is not None:
         from scoreaudit.compiler.comparisons import _where_value

@@ -114,9 +114,9 @@ def _find(node: Any, name: str, fields: tuple[str, ...] = ()) -> Any:
 
 def scopes_pass(module: ast.Module, st) -> None:
     """Regions cover their users (E0531); validations and selections pair declarations that share an arm."""
-    kinds = st.decls
     for d in module.decls:
-        if kinds.table.get(getattr(getattr(d, "name", None), "name", None), (None, None))[1] is not d:
+        name = getattr(getattr(d, "name", None), "name", None)
+        if st.decls.table.get(name, (None, None))[1] is not d:  # a repeated name (E0201) or no name
             continue
         if isinstance(d, ast.RegionDecl) and d.name.name in st.regions:
             uses = st.regions[d.name.name].depends_on
@@ -183,11 +183,13 @@ def measure_covers(st, measure: str, arms: Iterable[str]) -> bool:
     return m is not None and all(in_scope(m.on, a) for a in arms)
 
 
-def no_scorer(st, arms: tuple[str, ...], node: Any) -> None:
+def no_scorer(st, arms: tuple[str, ...], node: Any, claim: ast.Claim) -> None:
     """E0534: `for each scorer` (or no `for`) finds no scorer in scope on `arms`."""
     scoped = ", ".join(f"`{s.name}` on {_words(s.on)}" for s in st.scorers.values() if s.on)
     where = f"arm `{arms[0]}`" if len(arms) == 1 else f"arms {_words(arms)} together"
-    st.sink.emit("E0534", node, f"`for each scorer` finds no scorer in scope on {where}: {scoped}",
+    what = "`for each scorer`" if isinstance(claim.scorers, ast.EachScorer) else \
+        "this claim (no `for`: every scorer in scope)"
+    st.sink.emit("E0534", node, f"{what} finds no scorer in scope on {where}: {scoped}",
                  f"add {_words(arms)} to a scorer's scope, or remove {_words(arms)} from this claim")
 
 
