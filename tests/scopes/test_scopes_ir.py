@@ -130,3 +130,10 @@ def test_runs_on_fills_an_empty_scope_by_kind():
     assert runs_on(ir.regions["skin"], ir) == ("faces", "bodies")  # pixels: images arms only
     assert runs_on(ir.operators["light_rest"], ir) == ("faces",)
     assert runs_on(ir.measures["deformation"], ir) == ("bodies",)
+
+
+def test_a_scope_is_a_set_of_arms_in_declaration_order():
+    a = _ir(HEAD.replace("sharpness() on bodies", "sharpness() on bodies, faces") + CLAIMS)
+    b = _ir(HEAD.replace("sharpness() on bodies", "sharpness() on faces, bodies") + CLAIMS)
+    assert a.scorers["sharp"].on == b.scorers["sharp"].on == ("faces", "bodies")
+    assert a.model_dump(mode="json")["scorers"] == b.model_dump(mode="json")["scorers"]

@@ -161,7 +161,8 @@ placebo light_rest = lab_shift(channel: L, region: rest) of light on faces
 ```
 
 A trailing `on ARM, ARM` after a scorer, region, measure, covariate, operator
-or placebo is its *scope*: the arms it runs on. Without one, a scorer scores
+or placebo is its *scope*: the arms it runs on (in any order; an arm listed
+twice warns, W0530). Without one, a scorer scores
 every arm and the others run on every images arm; a placebo without a scope
 of its own has its operator's. Scope and `label: "..."` may be written in
 either order (`fmt` prints the scope first: `... on faces label: "PickScore"`).
@@ -180,8 +181,7 @@ their scope names images arms only (E0530). What a scope implies is checked:
   covariates (named, through a selection, or as the cell's axis) in scope on
   that arm (E0536).
 
-An unknown arm in a scope is E0203 (with a suggestion), an arm listed twice
-W0530. Scopes are part of the IR (`on` of a scorer, region, measure or
+An unknown arm in a scope is E0203 (with a suggestion). Scopes are part of the IR (`on` of a scorer, region, measure or
 operator, left out when empty), so specs without scopes keep their IR, plan
 fingerprint and cache keys.
 

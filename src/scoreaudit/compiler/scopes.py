@@ -37,7 +37,8 @@ IMAGES_ONLY = frozenset({"region", "measure", "covariate", "operator", "placebo"
 
 
 def lower_scope(d: Any, kind: str, st) -> Optional[tuple[str, ...]]:
-    """The arms of declaration `d`'s `on ARM, ARM`, resolved; None after an error (the declaration then fails).
+    """The arms of declaration `d`'s `on ARM, ARM`, resolved, in the order the arms are declared; None after an
+    error (the declaration then fails).
 
     E0203/E0204: a name that is not an arm (with did-you-mean); E0530: a pairs
     arm in the scope of a declaration that runs on images; W0530: an arm listed twice.
@@ -62,7 +63,8 @@ def lower_scope(d: Any, kind: str, st) -> Optional[tuple[str, ...]]:
             ok = False
             continue
         out.append(name)
-    return tuple(out) if ok else None
+    order = st.decls.names(["arm"])  # declaration order: `on b, a` and `on a, b` are one scope (one fingerprint)
+    return tuple(sorted(out, key=order.index)) if ok else None
 
 
 def images_arms(st) -> tuple[str, ...]:
