@@ -85,6 +85,12 @@ FACTS: dict[str, dict[str, Any]] = {
         "requires": (),  # importable modules the implementation needs (torch, open_clip, ...)
         "differentiable": False,  # score_tensor(x, prompts) gives a score with gradients (probes need it)
         "takes_tensors": False,  # score() accepts uint8 H×W×3 torch tensors on the run's device (the tensor path)
+        # combinations of arguments the parameter model accepts but no arm can read: a function
+        # params -> [(argument, message, help)], reported by `check` at the argument (E0303)
+        "param_problems": None,
+        # arguments that cannot be read on an arm of one source: a function (params, "images" | "pairs")
+        # -> (argument, message, help) | None, reported by `check` where a claim reads it there (E0807)
+        "arm_problem": None,
     },
     "operator": {
         "identity": 0.0,  # the dose that returns the image unchanged

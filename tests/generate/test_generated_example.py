@@ -21,7 +21,7 @@ def test_example_checks_and_plans_as_written():
     assert checked.ok and not checked.diagnostics
     _, plan = api.compile(EXAMPLE)
     step = plan.step("generate/gen")
-    assert step.images == 2 * 5 * 5 and step.denoising_steps == 50 * 30  # gender × jobs × seeds; × steps
+    assert step.images == 2 * 5 * 20 and step.denoising_steps == 200 * 30  # gender × jobs × seeds; × steps
     # the decode step reads what generation wrote (was "manifest:None": a generated arm has no manifest)
     assert plan.step("decode/gen").reads == ("generated/gen",) == step.writes
     assert "manifest:" not in api.plan_text(plan)
@@ -55,7 +55,7 @@ def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
     (tmp_path / "prompts" / "neutral_prompts.csv").write_text("prompt\na photo of a person\na photo of a nurse\n")
     text = EXAMPLE.read_text()
     # the same spec, smaller: 2 seeds, 2 steps, 32 px (the tiny UNet's scale), so it runs on a CPU in seconds
-    small = text.replace("seeds: 0..4, steps: 30, guidance: 7.0, size: 1024", "seeds: 0..1, steps: 2, guidance: 7.0, size: 32")
+    small = text.replace("seeds: 0..19, steps: 30, guidance: 7.0, size: 1024", "seeds: 0..1, steps: 2, guidance: 7.0, size: 32")
     for d in ("maximize", "minimize"):
         small = small.replace(f"iterations: 50, lr: 5.0, direction: {d}, seeds: 0..3",
                               f"iterations: 2, lr: 5.0, direction: {d}, seeds: 0..1, size: 32")

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 from typing import Optional
 
 from scoreaudit.compiler import ir
-from scoreaudit.compiler.comparisons import SIGNED_UNITS, _unit, _unit_words, _where_value, check_where, comparison_of
+from scoreaudit.compiler.comparisons import (SIGNED_UNITS, _unit, _unit_words, _where_value, check_replicates,
+                                             check_where, comparison_of)
 from scoreaudit.compiler.hypotheses import (_resolve_listed, axis_of, check_needs, check_prompt, lower_claim,
                                             lower_stat, make_test)
 from scoreaudit.compiler.scopes import check_cells, covers, no_scorer
@@ -155,6 +156,7 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
             checked.add((i, a))
             node = r.arms[0] if r.arms else (claim.arms[0] if claim.arms else r)
             check_needs(low, a, node, st)
+            check_replicates(low, a, r.call, st)
             if r.where:
                 check_where(r, a, st)
             scorers_i = [fixed_scorers[i]] if fixed_scorers[i] else scorer_opts

@@ -41,11 +41,35 @@ def sd_arms(cells) -> list[str]:
     return found
 
 
+def _generated(arm: ir.ArmIR) -> bool:
+    return arm.call.plugin in registry.arms and registry.arms.get(arm.call.plugin).meta.get("source") == "generate"
+
+
+def _generated_count(st, arm: ir.ArmIR) -> Optional[int]:
+    """Clusters of a generated arm, as the run will form them (a template: one per seed; a prompts file:
+    one per prompt, read when the file exists), or None when the prompts cannot be read here."""
+    from pathlib import Path
+
+    from scoreaudit.compiler.prompts import PromptsError, generated_clusters
+
+    path = getattr(st, "path", "") or ""
+    params = arm.call.params
+    if not isinstance(params.get("prompts"), dict) and (not path or path.startswith("<")):
+        return None  # a prompts file, and no folder to read it from
+    try:
+        return generated_clusters(params, Path(path).resolve().parent if path else Path("."))
+    except (PromptsError, OSError):
+        return None
+
+
 def cluster_count(st, arm_name: str) -> Optional[int]:
-    """Clusters of an images arm from its manifest at check time, or None when unknown."""
+    """Clusters of an images arm from its manifest (a generated arm: its prompts and seeds) at check time,
+    or None when unknown."""
     arm = st.arms.get(arm_name)
     if arm is None or arm.source != "images":
         return None
+    if _generated(arm):
+        return _generated_count(st, arm)
     man = manifest_of(st, arm_name)
     if man is None:
         return None
@@ -66,8 +90,13 @@ def few_clusters_pass(module, st) -> None:
         if n is None or not 0 < n < SD_MIN_CLUSTERS:
             continue
         decl = st.decls.table.get(name, (None, None))[1]
+        arm = st.arms[name]
+        where = "in its manifest"
+        if _generated(arm):
+            where = ("(one per seed: each seed's prompts from the template are one counterfactual set)"
+                     if isinstance(arm.call.params.get("prompts"), dict) else "(one per prompt of its prompts file)")
         st.sink.emit("W0421", getattr(decl, "name", decl),
-                     f"arm `{name}` has {n} clusters in its manifest: below {SD_MIN_CLUSTERS} the intervals of "
+                     f"arm `{name}` has {n} clusters {where}: below {SD_MIN_CLUSTERS} the intervals of "
                      "statistics in SD units are not vouched for by the calibration grid (the SD's own "
                      "uncertainty dominates)",
                      "add clusters, or use `scale: raw` (the t-tests of raw statistics hold at any cluster count)")

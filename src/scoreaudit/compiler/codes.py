@@ -234,6 +234,18 @@ CATALOGUE: tuple[Code, ...] = (
          "points must ascend (f1 and auroc take two classes).", "Add `threshold: t` (or ascending cut points "
          "`threshold: [t1, t2]` for classes 0..K−1), use `metric: auroc`, or run the agreement on a pairs arm.",
          'hypothesis S7 "t" {\n  agreement(label: judge, metric: f1) > 0.6 on real for each scorer\n}\n'),
+    Code("E0477", "reading without bootstrap replicates", "Both sides of `difference(a, b)` and `ratio(a, b)` "
+         "are resampled with the same cluster-bootstrap draws, but this reading's estimate has none: "
+         "`group_gap` on one of the arm's `factors:` (a counterfactual regression contrast), `trend`, "
+         "`attribute_effect` and `artifact_effect` under `scale: raw` (cluster-robust coefficients tested "
+         "with t), `recall_best` and `filter_worst` (shares with exact intervals). Every such cell would be "
+         "undefined at run time.", "Compare the two readings with separate claims; for `group_gap`, declare "
+         "the column as a stratum (`strata:`); for the regression statistics, use `scale: sd`.",
+         'audit "Example" { version: 1  seed: 1  scale: raw }\nscorer laion = laion_aesthetic()\n'
+         'scorer pick = pickscore(prompt: "a photo of a person")\n'
+         'arm real = images("data/real", manifest: "data/real.csv", kind: real)\n'
+         'region skin = skin()\noperator light = lab_shift(channel: L, region: skin) doses -10, -5, 0, 5, 10\n'
+         'hypothesis H1 "t" {\n  difference(trend(light) for laion, trend(light) for pick) < 0.1 on real\n}\n'),
     Code("E0420", "doses neither symmetric nor one-sided", "`fidelity_index` and `placebo_ratio` need doses "
          "symmetric around the identity (the fidelity index) or all on one side of it (the penalty index of a "
          "degradation such as blur).", "Add the mirrored doses, or keep every dose on one side of the identity.",
@@ -394,6 +406,14 @@ CATALOGUE: tuple[Code, ...] = (
        "a JSON object.", "Use the names the message lists (the closest one is suggested)."),
     # E08xx: precomputed score and measure tables (spec/precomputed.md)
     *(_r(c, t, cause, fix) for c, t, cause, fix, _ in PRECOMPUTED_CODES if c.startswith("E")),
+    Code("E0807", "precomputed columns on the wrong kind of arm", "A claim reads `precomputed(column: C)` on "
+         "a pairs arm (a pair row holds two images: it needs one score column per side) or "
+         "`precomputed(preferred: A, other: B)` on an images arm (one image per row); every image would be "
+         "excluded at run time.", "Use `precomputed(preferred: A, other: B)` on pairs arms and "
+         "`precomputed(column: C)` on images arms; an audit with both kinds declares one scorer per kind, "
+         "each scoped to its arms (`on ARM`).",
+         "scorer human = precomputed(column: rating)\n"
+         'hypothesis H1 "t" {\n  pairwise_accuracy() > 0.5 on wide for human\n}\n'),
     # generated arms and probes (spec/generation.md): codes from 850 to 899
     Code("E0850", "bad template", "`prompts:` of a generated arm is a call other than `template(...)`, or the "
          "template's text is missing, not a string, or has malformed braces.",

@@ -239,6 +239,44 @@ def check_arm(low, arm_name: str, arm_node: Any, st) -> bool:
     return ok
 
 
+def replicates_problem(name: str, params, arm: Optional[ir.ArmIR], scale: str) -> Optional[str]:
+    """Why statistic `name` on `arm` gives no cluster-bootstrap replicates (its `replicates` entry), else None.
+
+    One side of `difference(...)`/`ratio(...)` needs them: the comparison resamples both readings
+    with the same draws. `check` refuses such a reading (E0477, `check_replicates`); the run's
+    `stats.comparisons.read` says the same for a cell it meets.
+    """
+    from scoreaudit import registry
+
+    rule = registry.statistics.get(name).meta.get("replicates", "always") if name in registry.statistics \
+        else "always"
+    if rule == "never":
+        return f"`{name}` is a share with its own exact interval and gives no bootstrap replicates"
+    if rule == "scale sd" and scale != "sd":
+        return (f"`{name}` under `scale: raw` is a cluster-robust regression coefficient tested with t and "
+                "gives no bootstrap replicates")
+    factor = (params or {}).get("factor")
+    if rule == "strata" and arm is not None and factor in arm.factors:
+        return (f"`{name}({factor}, ...)` on arm `{arm.name}`, where `{factor}` is one of the arm's factors, is "
+                "a counterfactual regression contrast tested with t and gives no bootstrap replicates")
+    return None
+
+
+def check_replicates(low, arm_name: str, node: Any, st) -> bool:
+    """E0477: a reading of `difference`/`ratio` whose statistic gives no bootstrap replicates on `arm_name`."""
+    scale = st.settings.scale if st.settings is not None else "sd"
+    why = replicates_problem(low.name, low.bound.params, st.arms.get(arm_name), scale)
+    if why is None:
+        return True
+    help = ("compare the two with separate claims" if scale == "sd" or low.entry.meta.get("replicates") != "scale sd"
+            else "use `scale: sd` (its estimate is bootstrapped), or compare the two with separate claims")
+    if low.entry.meta.get("replicates") == "strata":
+        help = (f"declare `{low.bound.params.get('factor')}` as one of the arm's `strata:` instead of its "
+                "`factors:` (a stratum gap is bootstrapped), or compare the two with separate claims")
+    st.sink.emit("E0477", node, f"{why}, so it cannot be one side of a comparison", help)
+    return False
+
+
 def check_combination(low, sink) -> bool:
     """`share(decompose(...), part:)` and `decompose(group_gap(...), via: attribute_effect(...))` shapes."""
     if low.name == "share" and low.inner is not None and low.inner.name != "decompose":

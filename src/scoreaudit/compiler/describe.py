@@ -114,6 +114,8 @@ def param_type(entry: registry.PluginEntry, field: str) -> str:
 def _meta_text(meta: dict) -> list[str]:
     out = []
     for k, v in meta.items():
+        if callable(v):  # a check the compiler runs (param_problems, arm_problem): the docstring says it
+            continue
         if isinstance(v, (tuple, list)):
             v = ", ".join(map(str, v)) if k != "dose_range" else f"[{v[0]:g}, {v[1]:g}]"
         out.append(f"{META_LABELS.get(k, k)}: {v}")

@@ -207,6 +207,13 @@ def bind(call: ast.Call, entry: PluginEntry, decls: Decls, sink: Sink,
         return None
     if not ok:
         return None
+    check = entry.fact("param_problems")
+    for fname, msg, help in (check(model.model_dump()) if check else ()):
+        node = given[fname][1] if fname in given else call
+        sink.emit("E0303", node, f"invalid arguments for {what}: {msg}", help)
+        ok = False
+    if not ok:
+        return None
     bound.params = model.model_dump(mode="json")
     for fname, (spec, _) in given.items():
         if spec.ref == "statistic" and fname in bound.inners:

@@ -203,6 +203,20 @@ def expand_prompts(prompts: Any, base: Path, allow_outside: bool = False) -> lis
     return out
 
 
+def cluster_of(prompts: Any, row: dict[str, Any], seed: int) -> str:
+    """A generated image's cluster: its seed for a template (the seed's counterfactual set of prompts),
+    its prompt for a prompts file (each prompt is its own set, all seeds of it one cluster)."""
+    return f"s{seed}" if not isinstance(prompts, str) else f"p{row['set']:04d}"
+
+
+def generated_clusters(params: dict[str, Any], base: Path, allow_outside: bool = False) -> int:
+    """How many clusters a generated arm's images form (`cluster_of` over every prompt and seed);
+    raises PromptsError when the prompts cannot be read."""
+    rows = expand_prompts(params["prompts"], base, allow_outside)
+    return len({cluster_of(params["prompts"], row, seed) for row in rows
+                for seed in seed_list(params.get("seeds", 1))})
+
+
 def seed_list(seeds: Any) -> list[int]:
     """`seeds: 5` means 0..4; a list is taken as written."""
     return list(range(int(seeds))) if isinstance(seeds, int) else [int(s) for s in seeds]

@@ -46,6 +46,14 @@ Keys (all required unless marked optional):
               implies no value for it; then `truth_note` (optional key) says why.
   words       how a sentence names the statistic ("fidelity index")
   validation  True: usable only in `validate ... : r2 >= a` (optional)
+  replicates  when the estimate comes with cluster-bootstrap replicates, which one side of
+              `difference(...)`/`ratio(...)` must have (optional; compiler/comparisons.py
+              `replicates_problem` reads it for `check` and the run alike):
+                always      (default)
+                scale sd    only under `scale: sd` (raw: a cluster-robust coefficient tested with t)
+                strata      only when the `factor` argument is not one of the arm's `factors:`
+                            (on factors: a counterfactual regression contrast tested with t)
+                never       a share with its own exact interval
 
 This module imports nothing heavy: the compiler reads these entries without scipy.
 """
@@ -62,6 +70,7 @@ SIGNS = ("signed", "unsigned")
 READS = ("original", "operator", "placebo", "measures", "selection", "inner", "via")
 NEEDS = ("images", "pairs", "cluster", "factors", "kinds_differ", "symmetric", "fi_doses", "placebo", "dose")
 REQUIRED = ("unit", "null", "sign", "reads", "estimator", "truth", "words")
+REPLICATES = ("always", "scale sd", "strata", "never")
 
 
 def statistic(name: str, *, params: type[Params] = NoParams, estimator: str, truth: Optional[str],
@@ -77,6 +86,8 @@ def statistic(name: str, *, params: type[Params] = NoParams, estimator: str, tru
         raise ValueError(f"statistic {name!r}: unknown needs {bad} (known: {NEEDS})")
     if ":" not in estimator or (truth is not None and ":" not in truth):
         raise ValueError(f"statistic {name!r}: estimator and truth are 'module:function' strings")
+    if extra.get("replicates", "always") not in REPLICATES:
+        raise ValueError(f"statistic {name!r}: replicates must be one of {REPLICATES}")
     if truth is None and not extra.get("truth_note"):
         raise ValueError(f"statistic {name!r}: without a simulate truth, say why in truth_note")
     return statistics.register(name, params=params, version=version, positional=positional, returns=returns,
@@ -144,7 +155,8 @@ def curve():
     """Fidelity curve c(d) = mean over images of the score change at dose d (a dose of the operator)."""
 
 
-@statistic("trend", params=OperatorStat, positional=("operator",), needs=("images",),
+@statistic("trend", replicates="scale sd",
+           params=OperatorStat, positional=("operator",), needs=("images",),
            unit="sd per dose unit", null=0.0, sign="signed", reads=("operator",), words="dose trend",
            estimator="scoreaudit.stats.dose:trend", truth="scoreaudit.stats.truth:trend")
 def trend():
@@ -179,7 +191,8 @@ class AttributeEffectParams(Params):
     controlling: Optional[CovariateRef | list[CovariateRef]] = None
 
 
-@statistic("attribute_effect", params=AttributeEffectParams, positional=("operator",), needs=("images",),
+@statistic("attribute_effect", replicates="scale sd",
+           params=AttributeEffectParams, positional=("operator",), needs=("images",),
            unit="sd per measure unit", null=0.0, sign="signed", reads=("operator", "measures"),
            words="attribute effect", estimator="scoreaudit.stats.regression:attribute_effect",
            truth="scoreaudit.stats.truth:attribute_effect")
@@ -193,7 +206,8 @@ class ArtifactEffectParams(Params):
     measure: Optional[MeasureRef] = None
 
 
-@statistic("artifact_effect", params=ArtifactEffectParams, positional=("operator", "covariate"),
+@statistic("artifact_effect", replicates="scale sd",
+           params=ArtifactEffectParams, positional=("operator", "covariate"),
            needs=("images",), unit="sd per covariate unit", null=0.0, sign="signed",
            reads=("operator", "measures"), words="artifact effect",
            estimator="scoreaudit.stats.regression:artifact_effect", truth="scoreaudit.stats.truth:artifact_effect")
@@ -302,7 +316,8 @@ class GroupGapParams(Params):
     b: str
 
 
-@statistic("group_gap", params=GroupGapParams, positional=("factor", "a", "b"), needs=("images",), unit="sd",
+@statistic("group_gap", replicates="strata",
+           params=GroupGapParams, positional=("factor", "a", "b"), needs=("images",), unit="sd",
            null=0.0, sign="signed", reads=("original",), words="group gap",
            estimator="scoreaudit.stats.cross_estimators:group_gap", truth="scoreaudit.stats.truth:group_gap")
 def group_gap():
@@ -407,7 +422,8 @@ class RankedParams(Params):
     rank: Column = "human_rank"  # 1 = best
 
 
-@statistic("recall_best", params=RankedParams, positional=("k",), needs=("images", "cluster"), unit="share",
+@statistic("recall_best", replicates="never",
+           params=RankedParams, positional=("k",), needs=("images", "cluster"), unit="share",
            null=None, sign="unsigned", reads=("original",), words="recall of the human-best image",
            estimator="scoreaudit.stats.cross_estimators:recall_best", truth=None,
            truth_note="its chance level, k / cluster size, depends on the data")
@@ -415,7 +431,8 @@ def recall_best():
     """Share of prompts (clusters) whose human-best image is in the scorer's top k."""
 
 
-@statistic("filter_worst", params=RankedParams, positional=("k",), needs=("images", "cluster"), unit="share",
+@statistic("filter_worst", replicates="never",
+           params=RankedParams, positional=("k",), needs=("images", "cluster"), unit="share",
            null=None, sign="unsigned", reads=("original",), words="filtering of the human-worst image",
            estimator="scoreaudit.stats.cross_estimators:filter_worst", truth=None,
            truth_note="its chance level, k / cluster size, depends on the data")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
-from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
+from scoreaudit.compiler.prompts import PromptsError, cluster_of, expand_prompts, seed_list
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -221,8 +221,8 @@ def jobs_for(arm: ArmIR, spec_dir: Path, identity: str, dtype: str, allow_outsid
                                   "prompt": row["prompt"], "negative_prompt": p.get("negative_prompt"),
                                   "seed": seed, "steps": p.get("steps"), "guidance": p.get("guidance"),
                                   "size": [h, w], "dtype": dtype}, sort_keys=True)
-            cluster = f"s{seed}" if not isinstance(p["prompts"], str) else f"p{row['set']:04d}"
-            out.append(Job(f"p{i:04d}_s{seed}", row["prompt"], seed, cluster, dict(row["factors"]),
+            out.append(Job(f"p{i:04d}_s{seed}", row["prompt"], seed, cluster_of(p["prompts"], row, seed),
+                           dict(row["factors"]),
                            hashlib.sha256(payload.encode("utf-8")).hexdigest()))
     return out
 

@@ -211,6 +211,11 @@ def _pooled_sd_boot(view: ArmData, t: pd.DataFrame, cidx: np.ndarray) -> np.ndar
 
 
 def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
+    from scoreaudit.compiler.comparisons import replicates_problem
+
+    why = replicates_problem(r.statistic.name, r.statistic.params, ctx.ir.arms.get(r.arm), ctx.settings.scale)
+    if why is not None:  # `check` refuses these (E0477); the same words for a cell that reaches the run
+        raise StatError(f"{why}, so it cannot be one side of a comparison")
     est = ctx.evaluate(r.statistic, view, r.scorer)
     if est.undefined is not None:
         raise StatError(f"{r.statistic.name} on {view.key} for {r.scorer} is undefined: {est.undefined}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Optional, Sequence
+from typing import Annotated, Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -41,8 +41,48 @@ def parse_score(value: Any) -> float:
     return number
 
 
+def param_problems(params: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(argument, what is wrong, what to write) for each combination of arguments no arm can read.
+
+    `precomputed()` alone is valid (its scores come from tables); otherwise one
+    `column:` (images arms) or both `preferred:` and `other:` (pairs arms).
+    `scoreaudit check` reports these at the argument (E0303); the constructor
+    refuses the same combinations.
+    """
+    column, preferred, other = (params.get(k) for k in ("column", "preferred", "other"))
+    if column is not None and (preferred is not None or other is not None):
+        extra = "preferred" if preferred is not None else "other"
+        return [(extra, "precomputed takes either `column:` or `preferred:`/`other:`, not both",
+                 "keep `column: NAME` for an images arm, or `preferred: A, other: B` for a pairs arm")]
+    if (preferred is None) != (other is None):
+        given, lacking = ("preferred", "other") if preferred is not None else ("other", "preferred")
+        return [(given, f"precomputed(`{given}:`) needs `{lacking}:` too: a pairs arm reads one score "
+                        "column per side",
+                 f"add `{lacking}: COLUMN`, or write `column: NAME` for an images arm")]
+    return []
+
+
+def arm_problem(params: Mapping[str, Any], source: str) -> tuple[str, str, str] | None:
+    """(argument, what is wrong, what to write) when the columns named cannot be read on an arm of `source`.
+
+    `column:` reads one value per image row (images arms); `preferred:`/`other:`
+    one per side of a pair row (pairs arms). On the wrong kind every image would
+    be excluded, so `check` refuses it (E0807) where a claim reads the scorer on
+    such an arm; `column_for` words the same mismatch per item.
+    """
+    if params.get("column") is not None and source == "pairs":
+        return ("column", "`column:` names one score per image row, but a pairs arm's row holds two images",
+                "write `precomputed(preferred: A, other: B)`, one score column per side")
+    if (params.get("preferred") is not None or params.get("other") is not None) and source != "pairs":
+        arg = "preferred" if params.get("preferred") is not None else "other"
+        return (arg, "`preferred:`/`other:` name the two sides of a pair row, but an images arm has one image "
+                     "per row", "write `precomputed(column: NAME)` for an images arm")
+    return None
+
+
 @scorers.register("precomputed", params=PrecomputedParams, version="1", needs_prompt=False, requires=(),
-                  uses_item=True, reads_data=True, data_params=("column", "preferred", "other"))
+                  uses_item=True, reads_data=True, data_params=("column", "preferred", "other"),
+                  param_problems=param_problems, arm_problem=arm_problem)
 class Precomputed:
     """Per-image scores from a manifest column (pairs arms: `preferred:` and `other:` columns).
 
@@ -61,15 +101,13 @@ class Precomputed:
             params = PrecomputedParams()
         elif not isinstance(params, PrecomputedParams):
             params = PrecomputedParams.model_validate(dict(params))
-        by_side = params.preferred is not None or params.other is not None
-        if params.column is None and not (params.preferred and params.other):
+        problems = param_problems(params.model_dump())
+        if problems:  # `check` reports these at the argument (E0303): a run never gets here with them
+            raise ScorerUnavailable(problems[0][1])
+        if params.column is None and params.preferred is None:
             raise ScorerUnavailable(
                 "precomputed needs `column: NAME` (image arms) or both `preferred: A` and "
                 "`other: B` (pairs arms), naming manifest columns that hold the scores"
-            )
-        if params.column is not None and by_side:
-            raise ScorerUnavailable(
-                "precomputed takes either `column:` or `preferred:`/`other:`, not both"
             )
         self.p = params
 
