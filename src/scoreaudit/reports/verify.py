@@ -115,12 +115,23 @@ def _reanalyse(bundle: Path, work: Path) -> dict:
     return analyse(work, progress=False)
 
 
+def _inside_bundle(bundle: Path, rel: str) -> bool:
+    """Whether a path results.json names stays in the bundle: relative, no `..`, resolving under it."""
+    from scoreaudit.safeio import inside
+
+    p = Path(rel)
+    return not p.is_absolute() and ".." not in p.parts and inside(bundle / p, bundle)
+
+
 def _compare_tables(bundle: Path, work: Path, names: dict) -> Iterator[str]:
     import numpy as np
     import pandas as pd
 
     for name, rel in sorted(names.items()):
         if name in RUNTIME_TABLES and name != "exclusions":
+            continue
+        if not _inside_bundle(bundle, rel):  # results.json is data: a path out of the bundle is never opened
+            yield f"results.json tables.{name}: {rel!r} is not a path inside the bundle"
             continue
         a_path, b_path = bundle / rel, work / rel
         if not a_path.exists():
@@ -163,12 +174,17 @@ def _same_cell(a: Any, b: Any) -> bool:
 
 
 def _table_hashes(bundle: Path, stated: dict) -> Iterator[str]:
+    from scoreaudit.safeio import read_regular
+
     for name, sha in sorted((stated or {}).items()):
         rel = name if "/" in name else f"tables/{name}.parquet"
+        if not _inside_bundle(bundle, rel):  # never opened: results.json cannot point verify elsewhere
+            yield f"results.json table_sha256: {rel!r} is not a path inside the bundle"
+            continue
         p = bundle / rel
         if not p.exists():
             yield f"{rel}: results.json records sha256 {sha[:12]}… but the file is missing"
-        elif hashlib.sha256(p.read_bytes()).hexdigest() != sha:
+        elif hashlib.sha256(read_regular(p, root=bundle)).hexdigest() != sha:
             yield f"{rel}: its sha256 is not the one results.json records (the table was changed after analysis)"
 
 

@@ -170,12 +170,45 @@ def decode(codec: str, blob: bytes) -> Any:
     if codec == "f8":
         return struct.unpack("<d", blob)[0]
     if codec == "npy":
-        return np.load(io.BytesIO(zlib.decompress(blob)), allow_pickle=False)
+        return np.load(io.BytesIO(inflate_npy(blob)), allow_pickle=False)
     if codec == "json":
         import json
 
         return json.loads(blob.decode("utf-8"), object_hook=_float_hook)
     raise ValueError(f"unknown value codec {codec!r} in the cache (written by a newer scoreaudit?)")
+
+
+MAX_ARRAY_BYTES = 1 << 29  # 512 MiB: above any cached array (a mask of max_pixels is 11 MiB packed)
+_HEADER_BYTES = 1 << 16
+
+
+def inflate_npy(blob: bytes, cap: int = MAX_ARRAY_BYTES) -> bytes:
+    """zlib-inflate a cached `.npy` no further than the size its own header declares (and `cap`).
+
+    A value whose checksum holds can still be hostile (a cache from someone else): a small blob that
+    inflates to a GiB would be inflated whole. The header (shape, dtype) comes first; the rest is
+    inflated with `max_length` = what that shape needs, and anything beyond it is an error.
+    """
+    d = zlib.decompressobj()
+    head = d.decompress(blob, _HEADER_BYTES)
+    buf = io.BytesIO(head)
+    try:
+        major, _minor = np.lib.format.read_magic(buf)
+        shape, _fortran, dtype = (np.lib.format.read_array_header_1_0 if major == 1
+                                  else np.lib.format.read_array_header_2_0)(buf)
+    except Exception as exc:
+        raise ValueError(f"not an array header ({exc})") from None
+    if dtype.hasobject:
+        raise ValueError("an object array (it would need pickle)")
+    want = buf.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if want > cap:
+        raise ValueError(f"the array header declares {want:,} bytes, more than the {cap:,} a cached value may have")
+    data = head
+    if len(data) < want:
+        data += d.decompress(d.unconsumed_tail, want - len(data))
+    if len(data) > want or d.decompress(d.unconsumed_tail, 1):  # the second call only consumes the trailer
+        raise ValueError(f"the value inflates beyond the {want:,} bytes its header declares")
+    return data
 
 
 def _float_hook(obj: dict) -> Any:

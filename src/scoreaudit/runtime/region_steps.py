@@ -50,6 +50,18 @@ def pack(masks: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.stack([np.packbits(np.asarray(masks[n], dtype=bool).ravel()) for n in names])
 
 
+def packed_problem(packed: Any, names: list[str], shape: tuple[int, int]) -> str | None:
+    """Why a cached packed-mask value cannot be this image's masks (None: it fits). A forged or damaged
+    entry with a valid checksum (e.g. 1×1 masks) would otherwise unpack to zero-padded empty masks."""
+    if isinstance(packed, dict):  # a recorded failure
+        return None if isinstance(packed.get("failure"), str) else "a cached region failure without a reason"
+    want = (len(names), (shape[0] * shape[1] + 7) // 8) if names else (0, 0)
+    if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or tuple(packed.shape) != want:
+        got = f"{getattr(packed, 'dtype', type(packed).__name__)} {tuple(getattr(packed, 'shape', ()))}"
+        return f"cached masks are {got}, not the {want} packed bits of {len(names)} mask(s) of {shape[1]}×{shape[0]}"
+    return None
+
+
 def unpack(packed: np.ndarray, names: list[str], shape: tuple[int, int]) -> dict[str, np.ndarray]:
     n = shape[0] * shape[1]
     return {name: np.unpackbits(packed[i], count=n).astype(bool).reshape(shape)
@@ -94,6 +106,14 @@ class RegionSteps:
         out: dict[str, Masks | str] = {}
         for d in decoded:
             step = steps[d.record.image_id]
+            why = packed_problem(look.get(step.key), sorted(self.regions), d.image.shape[:2]) \
+                if look.has(step.key) else None
+            if why is not None:  # a cached value that does not fit the image: recomputed and replaced
+                corrupt = getattr(self.ctx.cache, "corrupt", None)
+                if corrupt is not None:
+                    corrupt[step.key] = why
+                del look.values[step.key]
+                look._reasons[step.slot] = "cached value corrupt"
             if not look.has(step.key):
                 try:
                     res = self.evaluator.evaluate(d.image, d.record.columns, base_dir, root=self.ctx.root)
