@@ -121,7 +121,7 @@ def test_appendix_has_exact_spec_and_hash(bundles):
     assert '<span class="kd">scorer</span>' in shown and '<span class="nf">lab_shift</span>' in shown
     assert hashlib.sha256(spec.encode()).hexdigest() in text
     for pkg, version in _results(d)["environment"]["packages"].items():
-        assert f"<th scope=\"row\">{pkg}</th><td>{version}</td>" in text
+        assert f"<dt>{pkg}</dt> <dd>{version}</dd>" in text
     for s in _results(d)["environment"]["scorers"].values():
         assert s["weights_sha256"] in text
 

@@ -18,10 +18,10 @@ def appendix(ctx) -> dict:
     env = r.get("environment") or {}
     lock = r.get("lock") or {}
     stated = spec.get("sha256")
-    settings = [(k, str(v)) for k, v in (r.get("settings") or {}).items() if k != "title"]
+    settings = [(k, shown(v)) for k, v in (r.get("settings") or {}).items() if k != "title"]
     return {
         "spec_text": ctx.spec_text, "spec_html": Markup(highlight_html(ctx.spec_text)),  # escaped by Pygments
-        "spec_sha256": ctx.spec_sha256, "spec_path": spec.get("path") or "spec.audit",
+        "spec_sha256": ctx.spec_sha256, "spec_path": shown_path(spec.get("path") or "spec.audit"),
         "sha_mismatch": bool(stated) and stated != ctx.spec_sha256, "stated_sha": stated,
         "settings": settings,
         "plan": {"fingerprint": plan.get("fingerprint") or "\u2014", "steps": fmt.count(plan.get("steps")),
@@ -33,7 +33,7 @@ def appendix(ctx) -> dict:
                                 f"{g.get('scorer') or DASH}") for n, g in _entries(plan.get("probes"))]},
         "env": {"python": env.get("python") or "\u2014", "platform": env.get("platform") or "\u2014",
                 "device": env.get("device") or "\u2014",
-                "packages": sorted((env.get("packages") or {}).items()),
+                "packages": sorted((str(k), shown(v)) for k, v in (env.get("packages") or {}).items()),
                 "scorers": [(n, s.get("plugin", ""), s.get("version", ""), s.get("weights_sha256") or "none (no weight file)")
                             for n, s in (env.get("scorers") or {}).items()]},
         "tool": r.get("tool") or {},
@@ -46,6 +46,24 @@ def appendix(ctx) -> dict:
 
 
 MANIFEST = "manifest columns"
+
+
+def shown(v) -> str:
+    """A setting or version as the appendix prints it: JSON's words (true, false), an em dash for none."""
+    if v is None or v == "":
+        return "\u2014"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(shown(x) for x in v) or "\u2014"
+    return str(v)
+
+
+def shown_path(path: str) -> str:
+    """A file the report names, without the machine's folders: its name (results.json keeps the full path)."""
+    from pathlib import PurePath
+
+    return PurePath(str(path)).name if PurePath(str(path)).is_absolute() else str(path)
 
 
 DASH = "\u2014"

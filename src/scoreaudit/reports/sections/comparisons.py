@@ -108,24 +108,40 @@ def _comparison_entry(ctx, c: dict, anchors: dict) -> dict:
     charts_out = []
     unit = _axis_label(ctx, readings[0]) if readings else ""
     shaded = _band(test) is not None
+    rows = [r for r in rows if _drawn(r)]  # an undefined reading or comparison gets no empty axis, only words
+    comp_drawn = _drawn(comp)
     if kind == "difference":
-        all_rows = rows + [comp]
-        charts_out.append(charts.forest(all_rows, x_label=unit, ref=0.0, band=_clip(_band(test), all_rows, 0.0),
-                                        title="The two readings and their difference"))
+        all_rows = rows + ([comp] if comp_drawn else [])
+        if all_rows:
+            charts_out.append(charts.forest(all_rows, x_label=unit, ref=0.0, band=_clip(_band(test), all_rows, 0.0),
+                                            title="The two readings and their difference" if comp_drawn
+                                            else "The two readings"))
         caption = (f"Readings: {level}% CIs; difference ({first} \u2212 {second}): {cell_level} CI, the interval "
                    "the claim's test reads" + ("; shaded: the claimed region." if shaded else "."))
     else:
         if rows:
             charts_out.append(charts.forest(rows, x_label=unit, ref=0.0, title="The two readings"))
-        charts_out.append(charts.forest([comp], x_label=f"ratio {first} \u00f7 {second} (\u00d7)", ref=1.0,
-                                        band=_clip(_band(test), [comp], 1.0), title="Their ratio"))
+        if comp_drawn:
+            charts_out.append(charts.forest([comp], x_label=f"ratio {first} \u00f7 {second} (\u00d7)", ref=1.0,
+                                            band=_clip(_band(test), [comp], 1.0), title="Their ratio"))
         caption = (f"Readings: {level}% CIs; ratio: {cell_level} CI, the interval the claim's test reads; dashed "
                    "line at 1 (equal readings)" + ("; shaded: the claimed region." if shaded else "."))
+    if not comp_drawn:
+        caption += f" The {kind or 'comparison'} is undefined, so it has no chart: {c.get('undefined') or 'see the sentence'}."
+    if not charts_out:
+        caption = f"Nothing to draw: {c.get('undefined') or 'the readings and their comparison are undefined'}."
     return {"id": c.get("id"), "heading": heading(ctx, c), "anchor": anchors.get(c.get("id")),
             "sentence": labelled(cell_sentence(c), c, ctx), "charts": charts_out, "caption": caption,
             "pairing": d.get("pairing"),
             "test": d.get("test"), "level": level, "claim": c.get("claim_text"),
             "signflip": d.get("signflip")}
+
+
+def _drawn(row: charts.Row) -> bool:
+    """A row with a finite estimate (an interval alone is not drawn without its point)."""
+    import math
+
+    return isinstance(row.est, (int, float)) and math.isfinite(row.est)
 
 
 def _singular(unit: str) -> str:

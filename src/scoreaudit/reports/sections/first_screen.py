@@ -54,13 +54,35 @@ def preregistration(ctx) -> dict:
         "css": {"pre-registered": "ok", "deviation": "deviation"}.get(status, "neutral"),
         "heading": heading,
         "meaning": meaning,
-        "detail": lock.get("detail") or "",
+        "detail": relative_paths(lock.get("detail") or "", (ctx.results.get("spec") or {}).get("path")),
         "locked_at": lock.get("locked_at"),
         "first_score_at": lock.get("first_score_at"),
         "deviations": [_deviation(d) for d in lock.get("deviations") or []],
         "attestation": lock.get("attestation") or "",
         "lock_sha256": lock.get("lock_sha256"),
     }
+
+
+_ABS_PATH = re.compile(r"(?<![\w.~-])/(?:[^\s;,()'\"]+)")
+
+
+def relative_paths(text: str, spec_path: str | None) -> str:
+    """`text` with every absolute path as the reader's project sees it: relative to the spec's folder when
+    under it, else its last two parts (the machine's folders say nothing to a reader and leak its layout)."""
+    from pathlib import PurePosixPath
+
+    base = PurePosixPath(str(spec_path)).parent if spec_path and str(spec_path).startswith("/") else None
+
+    def one(m: re.Match) -> str:
+        raw = m.group(0)
+        trail = raw[len(raw.rstrip(".:")):]
+        p = PurePosixPath(raw.rstrip(".:"))
+        if base is not None and (p == base or base in p.parents):
+            rel = p.relative_to(base).as_posix()
+            return (rel if rel != "." else "the spec's folder") + trail
+        return "\u2026/" + "/".join(p.parts[-2:]) + trail
+
+    return _ABS_PATH.sub(one, text)
 
 
 def _condition_value(c: dict) -> str:
@@ -93,7 +115,20 @@ def verdict(ctx) -> dict:
             "failed": [c["name"] for c in conds if not c["held"]], "conditions": conds,
         })
     operators = [ctx.label("operator", o) for o, op in ctx.operators.items() if not (op or {}).get("placebo_of")]
-    return {"verdicts": verdicts, "operators": ", ".join(operators)}
+    return {"verdicts": verdicts, "operators": ", ".join(operators), "about": _about(ctx)}
+
+
+def _about(ctx) -> str:
+    """What an audit without operators tests, from its cells: optimisation probes, cross-image comparisons."""
+    cells = ctx.results.get("cells") or []
+    probe = [c for c in cells if str(c.get("statistic") or "").startswith("probe") or c.get("probe")
+             or any(str(r.get("statistic") or "").startswith("probe") for r in (c.get("detail") or {}).get("readings") or [])]
+    kinds = []
+    if probe:
+        kinds.append("optimisation probes (how the scorer moves an image it is optimised for)")
+    if len(probe) < len(cells):
+        kinds.append("cross-image comparisons")
+    return " and ".join(kinds)
 
 
 OUTCOMES = ("supported", "refuted", "inconclusive")

@@ -1,0 +1,69 @@
+"""Small contradictions of large or unusual audits (issue 28): no Python None, no absolute local paths,
+no empty axis for an undefined comparison, no "cross-image" sentence for a probe-only audit."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from scoreaudit.reports.context import ReportContext
+
+
+def _section(html: str, name: str) -> str:
+    return re.search(rf'<section id="{name}".*?</section>', html, re.S).group(0)
+
+
+def test_appendix_prints_no_python_none_and_no_absolute_spec_path(big_bundle_dir):
+    import json
+
+    res = json.loads((big_bundle_dir / "results.json").read_text())
+    assert res["spec"]["path"].startswith("/")  # the run stores where the spec was
+    assert None in res["settings"].values()
+    appendix = _section((big_bundle_dir / "report.html").read_text(), "appendix")
+    assert not re.search(r">\s*None\s*<", appendix)
+    assert res["spec"]["path"] not in appendix and "big.audit" in appendix
+    assert re.search(r'<th scope="row">scores</th><td>\u2014</td>', appendix)
+
+
+def test_lock_detail_paths_are_relative_to_the_spec():
+    from scoreaudit.reports.sections.first_screen import relative_paths
+
+    text = ("Locked after scoring began: scores existed already (in /home/ana/audits/out/skin/scores.parquet; "
+            "/tmp/x/other/bundle).")
+    got = relative_paths(text, "/home/ana/audits/skin.audit")
+    assert got == ("Locked after scoring began: scores existed already (in out/skin/scores.parquet; "
+                   "\u2026/other/bundle).")
+    assert relative_paths("no paths here, 1/2 of them", "/a/b.audit") == "no paths here, 1/2 of them"
+
+
+def _ctx(cells, ir=None) -> ReportContext:
+    return ReportContext(bundle_dir=Path("."), results={"cells": cells, "settings": {"alpha": 0.05}}, ir=ir or {})
+
+
+def test_probe_only_audit_is_not_told_about_cross_image_comparisons():
+    from scoreaudit.reports.sections.first_screen import verdict
+
+    about = verdict(_ctx([{"id": "P1/s", "statistic": "probe_drift", "scorer": "s"}]))["about"]
+    assert "probe" in about and "cross-image" not in about
+    about = verdict(_ctx([{"id": "W1/s", "statistic": "pairwise_accuracy", "scorer": "s", "arm": "w"}]))["about"]
+    assert about == "cross-image comparisons"
+
+
+def test_undefined_comparison_draws_no_empty_axis():
+    from scoreaudit.reports.sections.comparisons import comparisons
+
+    reason = "the denominator's CI [\u22120.01, 0.02] includes 0: the ratio is undefined"
+    cell = {"id": "S2/laion", "hypothesis": "S2", "statistic": "ratio", "scorer": "laion", "arms": ["real", "syn"],
+            "estimate": None, "ci_low": None, "ci_high": None, "undefined": reason, "outcome": "inconclusive",
+            "claim_text": "ratio(...) < 0.33", "test": {"kind": "less", "threshold": 0.33},
+            "detail": {"readings": [{"scorer": "laion", "statistic": "asymmetry", "arm": "real", "estimate": 0.01,
+                                     "ci_low": -0.01, "ci_high": 0.03},
+                                    {"scorer": "laion", "statistic": "asymmetry", "arm": "syn", "estimate": None,
+                                     "ci_low": None, "ci_high": None}]}}
+    entry = comparisons(_ctx([cell]))["entries"][0]
+    assert len(entry["charts"]) == 1  # the defined reading only: no ratio axis without a ratio
+    assert "Their ratio" not in str(entry["charts"][0]) and reason in entry["caption"]
+    none = dict(cell, detail={"readings": [dict(r, estimate=None, ci_low=None, ci_high=None)
+                                           for r in cell["detail"]["readings"]]})
+    entry = comparisons(_ctx([none]))["entries"][0]
+    assert entry["charts"] == [] and entry["caption"].startswith("Nothing to draw")
