@@ -161,12 +161,11 @@ def _share_arm(st, code: str, d: Any, m: Optional[ir.MeasureIR], o: Optional[ir.
                why: str) -> None:
     if m is None or o is None or not (m.on or o.on):
         return
-    mk, ok = m.role, "placebo" if o.placebo_of else "operator"
-    runs_m, runs_o = effective(m.on, mk, st), effective(o.on, ok, st)
-    if any(a in runs_o for a in runs_m):
+    m_kind, o_kind = m.role, "placebo" if o.placebo_of else "operator"
+    if any(a in effective(o.on, o_kind, st) for a in effective(m.on, m_kind, st)):
         return
-    st.sink.emit(code, d, f"{what} pairs {mk} `{m.name}` ({_scope_words(m.on, mk, st)}) with {ok} `{o.name}` "
-                 f"({_scope_words(o.on, ok, st)}): they share no arm", f"{why}; give `{m.name}` and `{o.name}` "
+    st.sink.emit(code, d, f"{what} pairs {m_kind} `{m.name}` ({_scope_words(m.on, m_kind, st)}) with {o_kind} "
+                 f"`{o.name}` ({_scope_words(o.on, o_kind, st)}): they share no arm", f"{why}; give `{m.name}` and `{o.name}` "
                  "an arm in common")
 
 
