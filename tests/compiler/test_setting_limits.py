@@ -107,3 +107,57 @@ def test_run_stops_at_the_located_error_not_a_traceback(folder, tmp_path, capsys
     err = capsys.readouterr().err
     assert rc == Exit.SPEC and "error[E0251]" in err and "Traceback" not in err, err
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_robustness_seeds_are_capped(folder):
+    _, errs = _check(folder, "robustness: 1000000000")
+    assert len(errs) == 1 and "at most 1000 seeds" in errs[0].message
+    assert _check(folder, "robustness: 1000")[1] == []
+
+
+def _hypothesis(folder: Path, claim: str):
+    spec = folder / "m.audit"
+    spec.write_text(SPEC.replace("SETTINGS", "").replace("fidelity_index(light) > 0", claim), encoding="utf-8")
+    return spec, api.check(str(spec)).diagnostics
+
+
+@pytest.mark.parametrize("claim,bad", [("fidelity_index(light) within [-1e308, 1e308]", "-1e308"),
+                                       ("fidelity_index(light) > 1e13", "1e13"),
+                                       ("curve(light, dose: 5) < -2e12", "-2e12")])
+def test_numbers_beyond_what_statistics_reach_are_located(folder, claim, bad):
+    spec, diags = _hypothesis(folder, claim)
+    errs = [d for d in diags if d.is_error]
+    assert errs and {d.code for d in errs} == {"E0253"}, errs
+    line = spec.read_text().splitlines()[5]
+    assert (errs[0].span.line, errs[0].span.column) == (6, line.index(bad.lstrip("-")) + 1 - bad.startswith("-"))
+
+
+def test_bounds_of_ordinary_size_pass(folder):
+    _, diags = _hypothesis(folder, "fidelity_index(light) within [-1e12, 1e12]")
+    assert not [d for d in diags if d.is_error]
+
+
+def test_run_of_a_huge_bound_stops_at_check(folder, tmp_path, capsys):
+    spec, _ = _hypothesis(folder, "fidelity_index(light) within [-1e308, 1e308]")
+    rc = cli.main(["run", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--cache", str(tmp_path / "c.sqlite")])
+    err = capsys.readouterr().err
+    assert rc == Exit.SPEC and "error[E0253]" in err, err
+
+
+def test_planted_effects_beyond_a_million_are_refused(folder):
+    spec = folder / "m.audit"
+    spec.write_text(SPEC.replace("SETTINGS", "").replace("sharpness()", "planted(fidelity: 1e300)"), encoding="utf-8")
+    errs = [d for d in api.check(str(spec)).diagnostics if d.is_error]
+    assert [d.code for d in errs] == ["E0303"] and "1000000" in errs[0].message, errs
+
+
+def test_bca_interval_of_overflowing_replicates_is_undefined_not_a_crash():
+    import numpy as np
+
+    from scoreaudit.stats.estimate import Estimate
+
+    e = Estimate(estimate=0.1, method="bootstrap", boot=np.random.default_rng(1).normal(size=200),
+                 jack=np.array([1e300, -1e300, 1e300, 3.0]), ci="bca")  # acceleration inf/inf: not a number
+    with np.errstate(all="ignore"):
+        lo, hi = e.interval(0.9)
+    assert np.isnan(lo) and np.isnan(hi)

@@ -123,8 +123,17 @@ CATALOGUE: tuple[Code, ...] = (
     Code("E0251", "setting out of range", "A setting of the audit block is outside its range: `alpha` must be "
          "between 0 and 1, `bootstrap` at least 100, `batch_size`, `robustness`, `max_groups` and "
          "`min_real_clusters` at least 1, `max_leakage` between 0 and 1, `seed` a non-negative integer below "
-         "2^64.", "Use a value in the range the message gives.",
+         "2^64, `robustness` at most 1000. Settings are also checked against each other and this machine "
+         "(compiler/limits.py): `alpha` at least 1/(bootstrap + 1), the smallest tail probability the "
+         "bootstrap resolves, and `bootstrap` small enough that its count matrices (bootstrap × clusters of "
+         "every arm, 8 bytes a count) fit in memory; the message states the estimate.",
+         "Use a value in the range the message gives.",
          'audit "x" { version: 1 seed: 1 alpha: 2 bootstrap: 0 }\n'),
+    Code("E0253", "number too large for a hypothesis", "A number in a hypothesis (a threshold, an equivalence "
+         "bound, a margin, a dose) is beyond ±1e12. Statistics are differences of scores in SD or raw units; "
+         "arithmetic on such a bound (interval widths, the report's chart axes) overflows double precision.",
+         "Write a bound of the statistic's size (e.g. 0.5).",
+         'hypothesis H9 "t" { placebo_ratio(light, light_rest) within [-1e308, 1e308] on real for each scorer }\n'),
     # ------------------------------------------------------------ E03 arguments and types
     Code("E0301", "unknown argument", "A call passes an argument its plugin does not take.",
          "Use the suggested name, or `scoreaudit describe PLUGIN` for its parameters.",

@@ -13,6 +13,12 @@ and `run` used to find out with a traceback after scoring. Checked here, at `che
   cgroup's limit and the address-space limit) is an error that states both (`bootstrap: 1000000000000` on
   six clusters wanted a 43.7 TiB allocation).
 
+- `robustness` above ROBUSTNESS_MAX: each seed reruns every cell's bootstrap (1e9 seeds ran for days); a
+  same-sign rate over 1000 seeds already resolves 0.001;
+- a number in a hypothesis (threshold, equivalence bound, margin, dose) beyond ±NUMBER_MAX (E0253):
+  statistics are score differences in SD or raw units, and arithmetic on such bounds (interval widths,
+  chart axes) overflows float64 (`within [-1e308, 1e308]` ended run in an OverflowError).
+
 A spec checked without its manifests (clusters unknown) counts two clusters per arm, the fewest any arm has.
 The estimate errs high: demo.audit (14 clusters, 28 cells) peaked 76 MB higher at 100,000 resamples than at
 1,000; `bootstrap_bytes` says 125 MB.
@@ -20,12 +26,15 @@ The estimate errs high: demo.audit (14 clusters, 28 cells) peaked 76 MB higher a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from typing import Optional
 
 from scoreaudit.grammar import ast
 
+NUMBER_MAX = 1e12  # the largest magnitude of a number in a hypothesis (E0253)
+ROBUSTNESS_MAX = 1000  # robustness seeds: each reruns every cell's bootstrap
 BYTES = 8  # float64 / int64
 CELL_VECTORS = 4  # B-long replicate vectors a cell keeps (estimate, numerator/denominator, jackknife or null)
 MIN_CLUSTERS = 2
@@ -119,12 +128,44 @@ def _pairs_rows(st, arm: str) -> Optional[int]:
         return None
 
 
+def _numbers(node) -> list:
+    """Every number literal under an AST node."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Number):
+            out.append(n)
+        elif isinstance(n, (tuple, list)):
+            todo.extend(n)
+        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
+            todo.extend(getattr(n, f.name) for f in dataclasses.fields(n) if f.name != "span")
+    return out
+
+
+def _hypothesis_numbers(module: ast.Module, st) -> None:
+    for d in module.decls:
+        if not isinstance(d, ast.HypothesisDecl):
+            continue
+        for n in _numbers(d.claims):
+            if abs(n.value) > NUMBER_MAX:
+                st.sink.emit("E0253", n, f"the number {n.text} is beyond what the statistics can be compared "
+                             "with (±1e12): arithmetic on it overflows", "statistics are differences "
+                             "of scores in SD or raw units: write a bound of their size (e.g. 0.5)")
+
+
 def limits_pass(module: ast.Module, st) -> None:
-    """E0251 for `alpha` below the bootstrap's resolution and for a bootstrap larger than memory."""
+    """E0251 for `alpha` below the bootstrap's resolution, a bootstrap larger than memory and too many robustness
+    seeds; E0253 for a number in a hypothesis beyond ±NUMBER_MAX."""
     s = st.settings
     if s is None or st.sink.has_errors:
         return
+    _hypothesis_numbers(module, st)
     nodes = _setting_nodes(module)
+    if s.robustness > ROBUSTNESS_MAX and "robustness" in nodes:
+        st.sink.emit("E0251", nodes["robustness"].value,
+                     f"`robustness: {s.robustness}` reruns every cell's bootstrap {s.robustness - 1} more times: "
+                     f"at most {ROBUSTNESS_MAX} seeds are allowed (their same-sign rate resolves 1/{ROBUSTNESS_MAX})",
+                     f"write e.g. `robustness: 20`")
     n_boot, alpha = int(s.bootstrap), float(s.alpha)
     arms = _bootstrapped_arms(st)
     clusters = [_clusters(st, a) for a in arms]

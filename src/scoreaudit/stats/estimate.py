@@ -233,6 +233,8 @@ class Estimate:
             for zq in (expanded_z(a, G), expanded_z(1 - a, G)):
                 w = z0 + zq
                 levels.append(_phi(z0 + w / (1 - acc * w)))
+            if not np.all(np.isfinite(levels)):  # bias or acceleration not a number (overflowing replicates)
+                return (float("nan"), float("nan"))
             lo, hi = np.quantile(b, levels)
             return (float(lo), float(hi))
         if fam == "wald":

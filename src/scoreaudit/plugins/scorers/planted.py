@@ -13,6 +13,7 @@ from statistics import NormalDist
 from typing import Annotated, Any, Literal, Optional, Sequence
 
 import numpy as np
+from pydantic import Field
 
 from scoreaudit.compiler.ir import ORIGINAL
 from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem
@@ -21,17 +22,22 @@ from scoreaudit.registry import Params, Ref, scorers
 _STD_NORMAL = NormalDist()
 
 
+# Planted effects in units of the image term's SD (1): beyond a million the scores' squares and differences
+# overflow float64 on the way to an interval (fidelity 1e300 ended run in a ValueError), and no design needs them.
+PlantedEffect = Annotated[float, Field(ge=-1e6, le=1e6)]
+
+
 class PlantedParams(Params):
-    fidelity: float = 0.0
-    asymmetry: float = 0.0
-    noise: float = 0.0
+    fidelity: PlantedEffect = 0.0
+    asymmetry: PlantedEffect = 0.0
+    noise: Annotated[float, Field(ge=0, le=1e6)] = 0.0
     seed: int = 0
-    placebo: float = 1.0
+    placebo: PlantedEffect = 1.0
     slope_by: Optional[Annotated[str, Ref("measure")]] = None
-    slope: float = 0.0
+    slope: PlantedEffect = 0.0
     factor: Optional[str] = None
     level: Optional[str] = None
-    effect: float = 0.0
+    effect: PlantedEffect = 0.0
     prefer: Optional[Literal["preferred", "other"]] = None
 
 
