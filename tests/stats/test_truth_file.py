@@ -116,3 +116,13 @@ def test_a_truth_file_that_is_not_json_is_located(spec, tmp_path, capsys):
     rc = cli.main(["simulate", str(spec), "--reps", "2", "--quiet", "--truth", str(tmp_path / "t.json")])
     err = capsys.readouterr().err
     assert rc == Exit.SPEC and "t.json:1:21: error[E0740]: the truth file is not JSON" in err, err
+
+
+@pytest.mark.parametrize("n,needle", [("1000000000000", "of memory for arms of 50 clusters and 3 cell(s)"),
+                                      ("10", "cannot resolve the spec's alpha 0.05")])
+def test_simulate_bootstrap_is_checked_like_the_specs(spec, capsys, n, needle):
+    """`--bootstrap 1000000000000` asked numpy for 364 TiB (a traceback); 10 resamples cannot resolve alpha."""
+    rc = cli.main(["simulate", str(spec), "--reps", "1", "--quiet", "--bootstrap", n])
+    err = capsys.readouterr().err
+    assert rc == Exit.SPEC and "simulate --bootstrap: error[E0251]" in err and needle in err, err
+    assert "Traceback" not in err

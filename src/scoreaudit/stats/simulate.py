@@ -214,11 +214,39 @@ def render_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _check_bootstrap(ir: AuditIR, shapes: Mapping[str, ArmShape], n_boot: int | None) -> None:
+    """`--bootstrap N` against what can be computed, as `check` does for the spec's own (compiler/limits.py):
+    alpha at least 1/(N + 1), and N × clusters count matrices within this machine's memory."""
+    from scoreaudit.compiler.limits import bootstrap_bytes, memory_limit, size_text
+    from scoreaudit.diagnostics import Diagnostic, DiagnosticError
+
+    if n_boot is None:
+        return
+    alpha = float(ir.settings.alpha)
+    clusters = [s.n_clusters for s in shapes.values()]
+    n_cells = len(list(ir.cells()))
+    need, limit = bootstrap_bytes(n_boot, clusters, n_cells), memory_limit()
+    problems = []
+    if alpha < 1.0 / (n_boot + 1):
+        problems.append((f"`--bootstrap {n_boot}` cannot resolve the spec's alpha {alpha:g}: {n_boot} resamples "
+                         f"estimate no tail probability below 1/(N + 1) = {1 / (n_boot + 1):.3g}",
+                         f"give --bootstrap {math.ceil(1 / alpha) - 1} or more"))
+    if limit is not None and need > limit:
+        most = limit // bootstrap_bytes(1, clusters, n_cells)
+        problems.append((f"`--bootstrap {n_boot}` needs about {size_text(need)} of memory for arms of "
+                         f"{', '.join(map(str, clusters))} clusters and {n_cells} cell(s), more than this machine's "
+                         f"{size_text(limit)}", f"give --bootstrap {min(most, 2000)} (at most {most} fit here)"))
+    if problems:
+        raise DiagnosticError([Diagnostic("E0251", "error", m, None, h, "simulate --bootstrap")
+                               for m, h in problems])
+
+
 def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=None, progress: bool = True,
              n_boot: int | None = None) -> str:
     """Run the design diagnosis; return a printable table (and write CSV + JSON when `out` is given)."""
     tr = load_truth(ir, truth)
     shapes = arm_shapes(ir, Path(spec_path) if spec_path else None)
+    _check_bootstrap(ir, shapes, n_boot)
     pshapes = None
     if ir.probes:  # each probe's own prompts × seeds (stats/probes.py)
         from scoreaudit.stats.probes import probe_shapes
