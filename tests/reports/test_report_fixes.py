@@ -67,3 +67,24 @@ def test_undefined_comparison_draws_no_empty_axis():
                                            for r in cell["detail"]["readings"]]})
     entry = comparisons(_ctx([none]))["entries"][0]
     assert entry["charts"] == [] and entry["caption"].startswith("Nothing to draw")
+
+
+def test_each_cell_names_its_test_and_the_bootstrap_p_floor(big_bundle_dir):
+    import html as htmllib
+    import json
+
+    res = json.loads((big_bundle_dir / "results.json").read_text())
+    page = (big_bundle_dir / "report.html").read_text()
+    B = res["settings"]["bootstrap"]
+    floored = 0
+    for i, c in enumerate(res["cells"]):
+        li = htmllib.unescape(re.search(rf'<li class="cell \w+" id="cell-{i + 1}">(.*?)</li>', page, re.S).group(1))
+        method = c["method"].replace(" (none inversion)", "")
+        if method == "own test":
+            assert "test: Kruskal\u2013Wallis" in li  # homogeneous(...) reads its own omnibus test
+        else:
+            assert f"test: {method}" in li, (c["id"], li)
+        at_floor = "bootstrap" in c["method"] and c["p"] is not None and abs(c["p"] - 1 / (B + 1)) < 1e-12
+        assert ("1/(B + 1) = 0.005" in li) == at_floor, (c["id"], c["p"], li)
+        floored += at_floor
+    assert floored >= 5  # the planted effects are strong: many bootstrap p sit at the floor

@@ -81,3 +81,30 @@ def interval_note(alpha: float) -> str:
     return (f"Cells show {cell} intervals (1 \u2212 2\u03b1): a one-sided test at \u03b1 = {fmt.plain(alpha)} "
             f"rejects exactly when that interval excludes the threshold, so the outcome rule reads it. "
             f"The charts and tables below are descriptive and show {chart} intervals (1 \u2212 \u03b1).")
+
+
+#: the statistics' own tests (a cell's detail `test` when its method is "own test"), in words
+OWN_TESTS = {"kruskal": "Kruskal\u2013Wallis", "anova": "one-way ANOVA", "friedman": "Friedman",
+             "mcnemar": "McNemar", "fisher_z": "Fisher z", "wilson": "Wilson score"}
+
+
+def cell_test(cell: dict) -> str:
+    """The test that gave a cell's p, as the statistics recorded it (`method`; an own test by its name)."""
+    method = str(cell.get("method") or "")
+    own = str((cell.get("detail") or {}).get("test") or "")
+    if method in ("", "own test"):
+        return OWN_TESTS.get(own, own.replace("_", " "))
+    return method.replace(" (none inversion)", "")
+
+
+def p_floor(cell: dict, bootstrap) -> str:
+    """Said when a cell's p sits at the smallest its test can give (stats writes `smallest_p`): a bootstrap p
+    cannot go below 1/(B + 1), an exact test below its own floor; "" otherwise."""
+    d = cell.get("detail") or {}
+    floor, p = d.get("smallest_p"), cell.get("p")
+    if not isinstance(floor, (int, float)) or not isinstance(p, (int, float)) or p > floor * (1 + 1e-9):
+        return ""
+    if "bootstrap" in str(cell.get("method") or "") and bootstrap:
+        return (f"p is at the floor of a {fmt.count(bootstrap)}-resample bootstrap, 1/(B + 1) = {fmt.pval(floor)}: "
+                "the true p may be smaller")
+    return f"p is the smallest this test can give ({fmt.pval(floor)})"

@@ -334,7 +334,8 @@ def hypotheses(ctx) -> dict | None:
                          "scorer": ctx.label("scorer", c.get("scorer")), "arm": ctx.arm_text(c),
                          "estimate": fmt.signed(c.get("estimate")), "ci": fmt.ci(c.get("ci_low"), c.get("ci_high")),
                          "level": labels.ci(labels.cell_level(c, ctx.alpha)), "p_label": labels.cell_p(c),
-                         "p": fmt.pval(c.get("p")), "q": fmt.pval(c.get("q")),
+                         "p": fmt.pval(c.get("p")), "q": fmt.pval(c.get("q")), "test": labels.cell_test(c),
+                         "floor": labels.p_floor(c, (ctx.results.get("settings") or {}).get("bootstrap")),
                          "seeds": seed_text(c.get("seed_robustness"))})
         counts = Counter(r["outcome"] for r in rows)
         groups.append({"name": name, "title": ctx.hypothesis_titles.get(name, ""), "rows": rows,
