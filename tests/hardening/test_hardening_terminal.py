@@ -57,6 +57,13 @@ def test_run_prints_spec_data_and_out_strings_escaped(tmp_path, capsys):
     visible = safe_text(EVIL)
     assert visible in got.out and visible in got.err  # shown, escaped: the sentence still names the level
     assert "o\\x1b]0;pwned\\x07ut" in got.out  # the report path under --out
+    # re-rendering a bundle whose manifest is gone warns with the bundle's path: escaped too
+    (out_dir / "manifest.json").unlink()
+    cli.main(["report", str(out_dir)])
+    got = capsys.readouterr()
+    assert "o\\x1b]0;pwned\\x07ut" in got.out + got.err
+    for stream in (got.out, got.err):
+        assert not RAW.findall(stream), RAW.findall(stream)
 
 
 def test_check_shows_the_offending_line_escaped(tmp_path, capsys):

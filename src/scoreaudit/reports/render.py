@@ -226,7 +226,9 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manife
             except PdfUnavailable as e:
                 import sys
 
-                print(f"warning: {e}", file=sys.stderr)
+                from scoreaudit.termsafe import safe_text
+
+                print(f"warning: {safe_text(str(e))}", file=sys.stderr)
     finally:
         if bar is not None:
             bar.close()
@@ -235,7 +237,9 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manife
     if update_manifest and write_manifest(bundle_dir, only=[p.name for p in written]) is None:  # just the reports
         import sys
 
-        print(f"warning: {bundle_dir / 'manifest.json'} is missing or not a valid manifest: it was not rewritten "
+        from scoreaudit.termsafe import safe_text
+
+        print(f"warning: {safe_text(str(bundle_dir / 'manifest.json'))} is missing or not a valid manifest: it was not rewritten "
               "(a re-render vouches only for the reports it writes), so `scoreaudit verify` will say so; "
               "run the audit again for a bundle with a manifest", file=sys.stderr)
     return written
