@@ -3,7 +3,9 @@
 `run` warns (stats/engine.py `level_warnings`) when a cell's smallest
 attainable p (`smallest_p`: exact binomial t^m, sign-flip 2^-k or 1/K, a
 bootstrap's 1/(B + 1)) exceeds the audit's alpha: such a claim can never be
-supported. When the numbers are already on disk — precomputed scores tables,
+supported. `check` reports the discrete tests' floors (exact binomial,
+sign-flip), which the design fixes whatever the resamples; it evaluates with
+CHECK_BOOT resamples to stay quick on large tables. When the numbers are already on disk — precomputed scores tables,
 `precomputed(...)` manifest columns — `scoreaudit check` can say so before
 anything runs. This module builds, for the cells whose every input is such
 data, the same images and scores tables the executor would write (manifest
@@ -33,6 +35,9 @@ from scoreaudit.compiler.reads import reads
 from scoreaudit.diagnostics import Diagnostic
 
 IMAGE_COLUMNS = ("arm", "image_id", "row", "cluster", "side", "pair_id")
+# Bootstrap resamples for the check-time evaluation: only the discrete tests' floors are reported, and those
+# depend on the design alone (t^m, 2^-k, 1/K), never on B; a bootstrap's own floor 1/(B + 1) is `run`'s to say.
+CHECK_BOOT = 200
 
 
 def _data_provided(ir: AuditIR, cell: CellIR, given: dict[str, set[tuple[str, str]]]) -> bool:
@@ -121,9 +126,10 @@ def level_diagnostics(ir: AuditIR, module: Any, path: str, pre: Any, root: Path 
         tables = check_tables(ir, spec_dir, arms, pre, root)
         if tables is None:
             return []
-        out = evaluate_cells(StatContext(ir, tables), cells)
+        out = evaluate_cells(StatContext(ir, tables, n_boot=min(CHECK_BOOT, ir.settings.bootstrap)), cells)
     except Exception:  # noqa: BLE001  (data `check` cannot evaluate are "not known yet"; `run` says why)
         return []
+    out = [c for c in out if c["_est"].p_floor is not None]  # a design's floor: independent of B and the seed
     by_id = {c.id: c for c in cells}
     return [Diagnostic("W0423", "warning", w["message"], span=_claim_span(module, by_id[w["cell"]]), path=path,
                        help="add pairs (clusters) that the readings judge differently, raise alpha if the "
