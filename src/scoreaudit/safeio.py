@@ -351,6 +351,14 @@ def staging_for(target: str | Path) -> Path:
     return stage
 
 
+def final_path(path: str | Path) -> str:
+    """Where a path inside a staging folder (`staging_for`'s `.NAME.next`) will be once it is swapped in:
+    a file's identity (runtime/memo.py) is that of its place in the bundle, not of the staging name."""
+    parts = Path(path).parts
+    return os.path.join(*[p[1:-len(".next")] if p.startswith(".") and p.endswith(".next") and len(p) > 6 else p
+                          for p in parts]) if parts else os.fspath(path)
+
+
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
     try:

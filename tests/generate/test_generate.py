@@ -38,6 +38,12 @@ def pipe_dir(tmp_path_factory) -> Path:
     return save_tiny_sd(tmp_path_factory.mktemp("pipe") / "pipe", seed=3)
 
 
+@pytest.fixture(autouse=True)
+def _models_folder(pipe_dir, monkeypatch):
+    """The pipeline lives outside the project, in a models folder the user names once (runtime/model_paths.py)."""
+    monkeypatch.setenv("SCOREAUDIT_MODELS", str(pipe_dir.parent))
+
+
 def _project(tmp: Path, pipe_dir: Path, *, prompts: str = TEMPLATE, seeds: str = "[0, 1]", bs: int = 1,
              steps: int = 2) -> Path:
     (tmp / "pipe").symlink_to(pipe_dir, target_is_directory=True)

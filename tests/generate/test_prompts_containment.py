@@ -27,10 +27,16 @@ def pipe_dir(tmp_path_factory):
     return save_tiny_sd(tmp_path_factory.mktemp("pipe") / "pipe", seed=3)
 
 
+@pytest.fixture(autouse=True)
+def _models_folder(pipe_dir, monkeypatch):
+    """The pipeline lives outside the project, in a models folder the user names once (runtime/model_paths.py)."""
+    monkeypatch.setenv("SCOREAUDIT_MODELS", str(pipe_dir.parent))
+
+
 def _project(tmp_path, pipe_dir, prompts: str):
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pipe").symlink_to(pipe_dir, target_is_directory=True)  # pipelines may live anywhere
+    (project / "pipe").symlink_to(pipe_dir, target_is_directory=True)  # a link into the user's models folder
     (tmp_path / "secret.txt").write_text("the first secret line\nthe second\n")
     (tmp_path / "secret.csv").write_text("job\nsecret job\n")
     spec = project / "gen.audit"

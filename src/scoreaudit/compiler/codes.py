@@ -400,9 +400,13 @@ CATALOGUE: tuple[Code, ...] = (
     _r("E0706", "image unreadable or refused", "An image cannot be decoded, or is larger than `max_pixels` "
        "(with `on_error: fail`).", "Fix or remove the image, or use `on_error: skip`."),
     _r("E0707", "path outside the project", "A path the spec, a manifest or a table names (a manifest, an "
-       "image, a `mask(column:)` file, a `correlate(..., table:)` table, a generated arm's or probe's prompts "
-       "file) leaves the spec's folder, after "
-       "symbolic links are followed.", "Keep data under the spec's folder, or run with `--allow-outside`."),
+       "image folder, an image, a `mask(column:)` file, a `correlate(..., table:)` table, a generated arm's or "
+       "probe's prompts file) leaves the spec's folder, after symbolic links are followed; or a model path "
+       "(a scorer's `weights:` or `local-dir:` folder, a generated arm's or probe's pipeline folder, a local CLIP "
+       "model) lies outside the model roots: the spec's folder, the Hugging Face cache and the folders named in "
+       "the environment variable `SCOREAUDIT_MODELS` (spec/containment.md).",
+       "Keep data under the spec's folder and models under a model root (e.g. `export SCOREAUDIT_MODELS=~/models`), "
+       "or run with `--allow-outside`."),
     _r("E0708", "empty id or path", "A manifest row has no id or no path.", "Fill in the value or drop the row."),
     _r("E0730", "data path is not a regular file", "A table a statistic reads (`correlate(..., table:)`) is a "
        "folder, FIFO, device or cannot be read; only regular files are opened.",

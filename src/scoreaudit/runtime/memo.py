@@ -90,7 +90,9 @@ def file_identity(path: Path | None) -> list | None:
         st = os.stat(path)
     except OSError:
         return None  # unreadable now: no memo, the steps report it
-    return [os.fspath(path), st.st_size, st.st_mtime_ns]
+    from scoreaudit.safeio import final_path
+
+    return [final_path(path), st.st_size, st.st_mtime_ns]  # a re-run's staging copy is the bundle's file
 
 
 def arm_key(stage: Any, extra: Any) -> str:
