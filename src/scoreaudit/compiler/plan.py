@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scoreaudit.compiler import ir
 from scoreaudit.gcpause import paused_gc
+from scoreaudit.compiler.demand import demand_of as demand
 from scoreaudit.compiler.reads import reads
 from scoreaudit.registry import reads_data
 from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_value, sha256_text
@@ -55,6 +56,8 @@ class Step(BaseModel):
     forward_passes: Optional[int] = None  # scorer forward passes (score steps); None: unknown
     denoising_steps: Optional[int] = None  # generate steps: images × steps; None: unknown
     depends_on: tuple[str, ...] = ()
+    # what needs this step (cell ids, `validate m under o`, `operator o`, `probe p`, ...): never part of its key
+    needed_by: tuple[str, ...] = ()
 
 
 class ExecutionPlan(BaseModel):
@@ -162,7 +165,7 @@ class _Builder:
             params: Any = None, depends_on: list[str] = (), params_json: str | None = None,
             reads: tuple[str, ...] = (), writes: tuple[str, ...] = (), arm: str | None = None,
             images: int | None = None, forward_passes: int | None = None,
-            denoising_steps: int | None = None) -> Step:
+            denoising_steps: int | None = None, needed_by: tuple[str, ...] = ()) -> Step:
         deps = tuple(dict.fromkeys(depends_on))
         params = params if params is not None else {}
         keys = self.keys
@@ -172,7 +175,7 @@ class _Builder:
         step = _fast_step({"id": id, "kind": kind, "key": key, "plugin": plugin, "version": version, "params": params,
                            "depends_on": deps, "reads": reads, "writes": writes, "arm": arm, "images": images,
                            "forward_passes": forward_passes,
-                           "denoising_steps": denoising_steps})
+                           "denoising_steps": denoising_steps, "needed_by": tuple(needed_by)})
         self.steps.append(step)
         self.by_id[id] = step
         keys[id] = key
@@ -236,90 +239,111 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         params = {"name": m_name, "role": m.role if m else "builtin", **params}
         measure_specs.append((m_name, plugin, version, params, canonical(params), m.region if m is not None else None))
 
+    need = demand(audit)
     for arm_name, arm in audit.arms.items():
         n = images[arm_name]
         decode_deps: list[str] = []
+        scored = [s for s in audit.scorers if need.has(("score", arm_name, s, ir.ORIGINAL))]
+        if not scored and not need.of("operator", arm_name) and not need.of("measure", arm_name):
+            variants[arm_name] = 1
+            continue  # nothing reads this arm: no step at all
+        by_arm = tuple(dict.fromkeys(c for w in need.needs if len(w) > 1 and w[1] == arm_name for c in need.by(w)))
         if arm.call.plugin == "generate":
             b.add(f"generate/{arm_name}", "generate", plugin=arm.call.plugin, version=arm.call.version,
                   params={"arm": arm_name, **arm.call.params}, reads=(f"pipeline:{arm.call.params['pipeline']}",),
                   writes=(f"generated/{arm_name}",), arm=arm_name, images=n,
-                  denoising_steps=_mul(n, int(arm.call.params.get("steps", 30))))
+                  denoising_steps=_mul(n, int(arm.call.params.get("steps", 30))), needed_by=by_arm)
             decode_deps = [f"generate/{arm_name}"]
+        pixels = need.pixels(audit, arm_name)
+        decode_params = {"arm": arm_name, **arm.call.params,
+                         "on_error": arm.call.params.get("on_error") or audit.settings.on_error}
+        if not pixels and arm.source == "images":  # every score is read from data: nothing is decoded
+            decode_params["pixels"] = False
         b.add(f"decode/{arm_name}", "decode", plugin=arm.call.plugin, version=arm.call.version,
-              params={"arm": arm_name, **arm.call.params, "on_error": arm.call.params.get("on_error") or audit.settings.on_error},
+              params=decode_params,
               reads=(f"generated/{arm_name}",) if decode_deps else
               (f"manifest:{arm.call.params.get('manifest') or arm.call.params.get('folder')}",),
-              writes=(f"images/{arm_name}",), arm=arm_name, images=n, depends_on=decode_deps)
+              writes=(f"images/{arm_name}",), arm=arm_name, images=n, depends_on=decode_deps, needed_by=by_arm)
         per_image = 1  # the original
         if arm.source == "images":
             for r in regions:
+                if not need.has(("region", arm_name, r)):
+                    continue
                 reg = audit.regions[r]
                 deps = [f"decode/{arm_name}"] + [f"region/{arm_name}/{d}" for d in reg.depends_on]
                 b.add(f"region/{arm_name}/{r}", "region", plugin=_region_plugin(reg), version=_region_version(reg),
                       params={"region": r, "expr": reg.expr.model_dump(mode="json")},
                       reads=(f"images/{arm_name}",) + tuple(f"masks/{arm_name}/{d}" for d in reg.depends_on),
-                      writes=(f"masks/{arm_name}/{r}",), arm=arm_name, images=n, depends_on=deps)
+                      writes=(f"masks/{arm_name}/{r}",), arm=arm_name, images=n, depends_on=deps,
+                      needed_by=need.by(("region", arm_name, r)))
             for o_name, op in audit.operators.items():
+                if not need.has(("operator", arm_name, o_name)):
+                    continue
                 k = len(op.doses) - 1  # the identity dose is the original image
-                per_image += k
+                if any(need.has(("score", arm_name, s, o_name)) for s in audit.scorers):
+                    per_image += k
                 deps = [f"decode/{arm_name}"] + ([f"region/{arm_name}/{op.region}"] if op.region else [])
                 b.add(f"operator/{arm_name}/{o_name}", "operator", plugin=op.call.plugin, version=op.call.version,
                       params={"operator": o_name, **op.call.params, "doses": list(op.doses), "identity": op.identity,
                               "seed": audit.settings.seed},
                       reads=(f"images/{arm_name}",) + ((f"masks/{arm_name}/{op.region}",) if op.region else ()),
-                      writes=(f"variants/{arm_name}/{o_name}",), arm=arm_name, images=_mul(n, k), depends_on=deps)
+                      writes=(f"variants/{arm_name}/{o_name}",), arm=arm_name, images=_mul(n, k), depends_on=deps,
+                      needed_by=need.by(("operator", arm_name, o_name)))
                 for m_name, plugin, version, params, pjson, region in measure_specs:
+                    if m_name != "leakage" and not need.has(("measure", arm_name, o_name, m_name)):
+                        continue
                     mdeps = [f"operator/{arm_name}/{o_name}"]
                     if region:
                         mdeps.append(f"region/{arm_name}/{region}")
                     b.add(f"measure/{arm_name}/{o_name}/{m_name}", "measure", plugin=plugin, version=version,
                           params=dict(params), params_json=pjson,
                           reads=(f"variants/{arm_name}/{o_name}",), writes=(f"measures/{arm_name}/{o_name}/{m_name}",),
-                          arm=arm_name, images=_mul(n, len(op.doses)), depends_on=mdeps)
-            for m_name, m in audit.measures.items():  # every image's unaltered measures (selections rank by them)
+                          arm=arm_name, images=_mul(n, len(op.doses)), depends_on=mdeps,
+                          needed_by=need.by(("measure", arm_name, o_name, m_name)) if m_name != "leakage"
+                          else (f"operator {o_name}",))
+            for m_name, m in audit.measures.items():  # unaltered measures (selections and cross-image cells read them)
+                if not need.has(("measure", arm_name, ir.ORIGINAL, m_name)):
+                    continue
                 b.add(f"measure/{arm_name}/{ir.ORIGINAL}/{m_name}", "measure", plugin=m.call.plugin,
                       version=m.call.version, params={"name": m.name, "role": m.role, **m.call.params},
                       reads=(f"images/{arm_name}",), writes=(f"measures/{arm_name}/{ir.ORIGINAL}/{m.name}",),
                       arm=arm_name, images=n,
-                      depends_on=[f"decode/{arm_name}"] + ([f"region/{arm_name}/{m.region}"] if m.region else []))
+                      depends_on=[f"decode/{arm_name}"] + ([f"region/{arm_name}/{m.region}"] if m.region else []),
+                      needed_by=need.by(("measure", arm_name, ir.ORIGINAL, m_name)))
         variants[arm_name] = per_image
         for s_name, sc in audit.scorers.items():
+            if not need.has(("score", arm_name, s_name, ir.ORIGINAL)):
+                continue
             runs = 0 if reads_data(sc.call.plugin) else 1  # scores read from data cost no forward pass
             b.add(f"score/{arm_name}/{s_name}/{ir.ORIGINAL}", "score", plugin=sc.call.plugin, version=sc.call.version,
                   params={"scorer": s_name, **sc.call.params, "operator": ir.ORIGINAL},
                   reads=(f"images/{arm_name}",), writes=(f"scores/{arm_name}/{s_name}/{ir.ORIGINAL}",),
-                  arm=arm_name, images=n, forward_passes=_mul(n, runs), depends_on=[f"decode/{arm_name}"])
+                  arm=arm_name, images=n, forward_passes=_mul(n, runs), depends_on=[f"decode/{arm_name}"],
+                  needed_by=need.by(("score", arm_name, s_name, ir.ORIGINAL)))
             if arm.source == "images":
                 for o_name, op in audit.operators.items():
+                    if not need.has(("score", arm_name, s_name, o_name)):
+                        continue
                     k = len(op.doses) - 1
                     b.add(f"score/{arm_name}/{s_name}/{o_name}", "score", plugin=sc.call.plugin,
                           version=sc.call.version, params={"scorer": s_name, **sc.call.params, "operator": o_name},
                           reads=(f"variants/{arm_name}/{o_name}",), writes=(f"scores/{arm_name}/{s_name}/{o_name}",),
                           arm=arm_name, images=_mul(n, k), forward_passes=_mul(_mul(n, k), runs),
-                          depends_on=[f"operator/{arm_name}/{o_name}"])
+                          depends_on=[f"operator/{arm_name}/{o_name}"],
+                          needed_by=need.by(("score", arm_name, s_name, o_name)))
 
     cells = audit.cells()
-    used_selections: dict[tuple[str, str], None] = {}
-    for c in cells:
-        for sel in _selections_of(c.statistic, audit):
-            for a in c.arms:
-                used_selections[(a, sel)] = None
-    for arm_name, sel_name in used_selections:
+    for w in need.of("select"):
+        _, arm_name, sel_name = w
         sel = audit.selections[sel_name]
         ops = [sel.operator] if sel.operator else [ir.ORIGINAL]
-        deps = [f"score/{arm_name}/{s}/{o}" for s in audit.scorers for o in ops]
-        if sel.operator is None and f"measure/{arm_name}/{ir.ORIGINAL}/{sel.measure}" not in b.by_id:
-            m = audit.measures[sel.measure]
-            b.add(f"measure/{arm_name}/{ir.ORIGINAL}/{sel.measure}", "measure", plugin=m.call.plugin,
-                  version=m.call.version, params={"name": m.name, "role": m.role, **m.call.params},
-                  reads=(f"images/{arm_name}",), writes=(f"measures/{arm_name}/{ir.ORIGINAL}/{m.name}",),
-                  arm=arm_name, images=images[arm_name],
-                  depends_on=[f"decode/{arm_name}"] + ([f"region/{arm_name}/{m.region}"] if m.region else []))
-        deps += [f"measure/{arm_name}/{o}/{sel.measure}" for o in ops]
+        sel_scorers = [s for s in audit.scorers if all(f"score/{arm_name}/{s}/{o}" in b.by_id for o in ops)]
+        deps = [f"score/{arm_name}/{s}/{o}" for s in sel_scorers for o in ops]
+        deps += [f"measure/{arm_name}/{o}/{sel.measure}" for o in ops if f"measure/{arm_name}/{o}/{sel.measure}" in b.by_id]
         b.add(f"select/{arm_name}/{sel_name}", "select", plugin="best_of", version="1",
               params={**sel.model_dump(mode="json"), "seed": audit.settings.seed, "max_groups": audit.settings.max_groups},
-              reads=tuple(f"scores/{arm_name}/{s}/{o}" for s in audit.scorers for o in ops),
-              writes=(f"selections/{arm_name}/{sel_name}",), arm=arm_name, depends_on=deps)
+              reads=tuple(f"scores/{arm_name}/{s}/{o}" for s in sel_scorers for o in ops),
+              writes=(f"selections/{arm_name}/{sel_name}",), arm=arm_name, depends_on=deps, needed_by=need.by(w))
 
     # optimisation probes (spec/probes.md): one step each; every iteration is one image, one denoising
     # step and one scorer forward pass with its backward pass
@@ -329,7 +353,8 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         b.add(f"probe/{p_name}", "probe", plugin=probe.call.plugin, version=probe.call.version,
               params={"probe": p_name, **probe.call.params},
               reads=(f"pipeline:{probe.call.params['pipeline']}", f"scorer:{probe.scorer}"),
-              writes=(f"probes/{p_name}",), images=n_img, forward_passes=n_img, denoising_steps=n_img)
+              writes=(f"probes/{p_name}",), images=n_img, forward_passes=n_img, denoising_steps=n_img,
+              needed_by=need.by(("probe", p_name)))
 
     stat_ids = []
     claim_memo: dict[tuple[str, int], tuple[dict, str]] = {}
@@ -358,6 +383,8 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
             probe_of = stat.params.get("probe")
             if isinstance(probe_of, str) and f"probe/{probe_of}" in b.by_id:
                 deps.append(f"probe/{probe_of}")
+        # a comparison's readings may read different operators on different arms: each arm has its own
+        deps = [d for d in deps if d in b.by_id]
         sid = f"statistic/{c.id}"
         shared = claim_memo.get((c.hypothesis, c.claim))
         if shared is None:  # one claim's statistic and test are shared by all its cells
@@ -374,7 +401,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         b.add(sid, "statistic", plugin=c.statistic.name, version=c.statistic.version,
               params={**own, **shared[0]}, params_json=canonical(own) + shared[1],
               reads=tuple(b.by_id[d].writes[0] for d in dict.fromkeys(deps)), writes=(f"cells/{c.id}",),
-              arm=c.arm, depends_on=deps)
+              arm=c.arm, depends_on=deps, needed_by=(c.id,))
         stat_ids.append(sid)
     report_params = {"report": audit.report.model_dump(mode="json"), "title": audit.settings.title,
                      "alpha": audit.settings.alpha, "correction": audit.settings.correction,
@@ -383,14 +410,15 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
                      "validations": [v.model_dump(mode="json") for v in audit.validations]}
     report_deps = stat_ids + [s.id for s in b.steps if s.kind in ("measure", "score", "probe")]
     b.add("report", "report", plugin="report", version="1", params=report_params,
-          reads=tuple(f"cells/{c.id}" for c in cells), writes=("results.json", "report"), depends_on=report_deps)
+          reads=tuple(f"cells/{c.id}" for c in cells), writes=("results.json", "report"), depends_on=report_deps,
+          needed_by=tuple(c.id for c in cells))
 
     forward: dict[str, Optional[int]] = {}
-    for s_name, sc in audit.scorers.items():
+    for s_name in audit.scorers:  # what the score steps cost (a probe's passes are its own step's)
         total: Optional[int] = 0
-        for arm_name in audit.arms:
-            add = 0 if reads_data(sc.call.plugin) else _mul(images[arm_name], variants[arm_name])
-            total = None if total is None or add is None else total + add
+        for s in b.steps:
+            if s.kind == "score" and s.params.get("scorer") == s_name:
+                total = None if total is None or s.forward_passes is None else total + s.forward_passes
         forward[s_name] = total
     fingerprint = hash_value({"schema": PLAN_SCHEMA_VERSION, "algo": KEY_ALGO,
                               "steps": [[s.id, s.key] for s in b.steps]})
@@ -465,6 +493,22 @@ class ArmStage:
     @property
     def scorers(self) -> tuple[str, ...]:
         return self._named("score", "scorer")
+
+    def scorers_under(self, operator: str) -> tuple[str, ...]:
+        """Scorers the plan scores the operator's variants with on this arm (ir.ORIGINAL: the originals)."""
+        return tuple(dict.fromkeys(s.params["scorer"] for s in self.steps
+                                   if s.kind == "score" and s.params.get("operator") == operator))
+
+    def measures_under(self, operator: str) -> tuple[str, ...]:
+        """Measures/covariates (and the builtin leakage) the plan measures under the operator on this arm."""
+        prefix = f"measure/{self.arm}/{operator}/"
+        return tuple(dict.fromkeys(s.params["name"] for s in self.steps
+                                   if s.kind == "measure" and s.id.startswith(prefix)))
+
+    @property
+    def pixels(self) -> bool:
+        """Whether the arm's images are decoded (False: every score it needs is read from data)."""
+        return all(s.params.get("pixels", True) is not False for s in self.steps if s.kind == "decode")
 
     @property
     def keys(self) -> tuple[str, ...]:

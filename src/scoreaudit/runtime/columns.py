@@ -11,7 +11,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Iterable, Iterator
 
-from scoreaudit.compiler.ir import ArmIR, AuditIR, StatCallIR, readings_of
+from scoreaudit.compiler.ir import ORIGINAL, ArmIR, AuditIR, StatCallIR, readings_of
 from scoreaudit.registry import REGISTRIES, Ref, load_plugins
 
 COLUMN_KINDS = ("column", "stratum")
@@ -90,9 +90,12 @@ def prompt_column(param: Any) -> str | None:
 
 def required_columns(ir: AuditIR, arm: ArmIR) -> list[str]:
     """Columns (beyond id/path/cluster/strata/factors/prompt, which the loader knows) `arm` needs."""
+    from scoreaudit.compiler.demand import demand_of
+
+    need = demand_of(ir)  # only what the plan runs on this arm needs its columns
     cols: list[str] = []
     pairs = arm.source == "pairs"
-    for scorer in ir.scorers.values():
+    for scorer in (s for s in ir.scorers.values() if need.has(("score", arm.name, s.name, ORIGINAL))):
         params = dict(scorer.call.params)
         pcol = prompt_column(params.get("prompt"))
         if pcol and not arm.call.params.get("prompt"):
@@ -100,13 +103,14 @@ def required_columns(ir: AuditIR, arm: ArmIR) -> list[str]:
         cols += columns_of_call("scorer", scorer.call.plugin, params,
                                 skip=IMAGES_ONLY if pairs else PAIR_ONLY)
     if not pairs:
-        for region in ir.regions.values():
+        used = {w[3] for w in need.of("measure", arm.name)}
+        for region in (r for r in ir.regions.values() if need.has(("region", arm.name, r.name))):
             cols += [c for call in region_calls(region.expr) for c in
                      columns_of_call("region", call.plugin, dict(call.params))]
-        for m in ir.measures.values():
+        for m in (m for m in ir.measures.values() if m.name in used):
             cols += columns_of_call("covariate" if m.role == "covariate" else "measure",
                                     m.call.plugin, dict(m.call.params))
-        for op in ir.operators.values():
+        for op in (o for o in ir.operators.values() if need.has(("operator", arm.name, o.name))):
             cols += columns_of_call("operator", op.call.plugin, dict(op.call.params))
     for cell in ir.cells():
         readings = readings_of(cell.statistic)

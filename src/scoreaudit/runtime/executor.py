@@ -51,7 +51,7 @@ from typing import Any
 
 from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only
 from scoreaudit.compiler.doses import dose_keys
-from scoreaudit.compiler.ir import ArmIR, AuditIR
+from scoreaudit.compiler.ir import ORIGINAL, ArmIR, AuditIR
 from scoreaudit.compiler.plan import ArmStage, arm_work, build_plan, walk
 from scoreaudit.diagnostics import DiagnosticError, has_errors
 from scoreaudit.registry import REGISTRIES, load_plugins
@@ -273,7 +273,8 @@ class ArmRunner:
     """
 
     def __init__(self, ctx: RunContext, regions: RegionSteps, slots: list[ScorerSlot], specs: list[MeasureSpec],
-                 pre: TableSet | None = None, arm: str | None = None, operators: tuple[str, ...] | None = None):
+                 pre: TableSet | None = None, arm: str | None = None, operators: tuple[str, ...] | None = None,
+                 under: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None):
         self.ctx = ctx
         self.pre = pre
         self.table_scores = provided(pre)["scores"]  # (arm, scorer) a table provides
@@ -284,7 +285,19 @@ class ArmRunner:
         table = _table_values(ctx.ir, arm, pre) if pre is not None and arm is not None else {}
         names = list(ctx.ir.operators) if operators is None else list(operators)
         self.operators = [ctx.ir.operators[o] for o in names]
-        self.ops = [OperatorSteps(ctx, op, self.specs, slots, table_values=table) for op in self.operators]
+        # `under`: operator -> (scorers, measures) the plan runs on its variants (ArmStage.scorers_under /
+        # measures_under); None: every slot and spec under every operator
+        under = under or {}
+
+        def _for(op: str):
+            if op not in under:
+                return self.specs, slots
+            sc, ms = under[op]
+            return [sp for sp in self.specs if sp.name in ms], [sl for sl in slots if sl.name in sc]
+
+        self.under = under
+        self.original_specs = _for(ORIGINAL)[0]
+        self.ops = [OperatorSteps(ctx, op, *_for(op.name), table_values=table) for op in self.operators]
         need: dict[str, list[str]] = {}
         for op in self.operators:
             if op.region:
@@ -405,7 +418,7 @@ class ArmRunner:
             for name, cov in sorted(m.coverage.items()):
                 ctx.tables.add_region(arm.name, rec.image_id, name, cov)
         if images_arm:
-            original_measures(ctx, arm, imgs, self.specs)
+            original_measures(ctx, arm, imgs, self.original_specs)
         original_scores(ctx, arm, imgs, self.slots, self.all_specs)
         if images_arm:
             for op in self.ops:
@@ -442,6 +455,11 @@ def _arm_plan(ir: AuditIR, work: ArmStage, slots: dict[str, ScorerSlot], specs: 
         return [], []
     return ([slots[name] for name in work.scorers if name in slots and (arm, name) not in given["scores"]],
             [s for s in specs if s.name in work.measures and (arm, s.name) not in given["measures"]])
+
+
+def stage_under(stage: ArmStage) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """operator (ORIGINAL included) -> (scorers, measures) the plan runs under it on the stage's arm."""
+    return {o: (stage.scorers_under(o), stage.measures_under(o)) for o in (ORIGINAL, *stage.operators)}
 
 
 def _memos(ir: AuditIR, stage: ArmStage, slots: list[ScorerSlot], specs: list[MeasureSpec], dev: str,
@@ -487,7 +505,6 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
                          spec_dir=spec_dir)
         slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
         specs = measure_specs(ir)
-        regions = RegionSteps(ctx)
         work = arm_work(plan)
         images: dict[str, list[int]] = {}
         for name, arm in ir.arms.items():
@@ -496,7 +513,8 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
                 images[name] = [len(records), len(records)]
                 continue
             arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
-            memos = _memos(ir, work[name], arm_slots, arm_specs, dev, pre, manifests[name], regions)
+            memos = _memos(ir, work[name], arm_slots, arm_specs, dev, pre, manifests[name],
+                           RegionSteps(ctx, work[name].regions))
             keys = [memos.step(r) for r in records]
             found = intact_memos(cache, keys)
             images[name] = [sum(1 for k in keys if k is not None and k.key in found), len(records)]
@@ -643,7 +661,14 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
         # a table-only scorer (`precomputed()`) never gets a slot: its factory cannot build it
         slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
         specs = measure_specs(ir)
-        regions = RegionSteps(ctx)  # shared by the arms: a region model loads once
+        region_steps: dict[tuple[str, ...], RegionSteps] = {}
+
+        def arm_regions(stage: ArmStage) -> RegionSteps:
+            """The regions the plan evaluates on the arm (arms with the same regions share one: a model loads once)."""
+            if stage.regions not in region_steps:
+                region_steps[stage.regions] = RegionSteps(ctx, stage.regions)
+            return region_steps[stage.regions]
+
         if conn is not None:
             from scoreaudit.runtime.ray_backend import RayBackend
 
@@ -652,7 +677,9 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
         def run_arm(stage: ArmStage) -> None:
             arm = ir.arms[stage.arm]
             arm_slots, arm_specs = _arm_plan(ir, stage, slots, specs, given)
-            runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, arm.name, stage.operators)
+            regions = arm_regions(stage)
+            runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, arm.name, stage.operators,
+                               under=stage_under(stage))
             runner.backend = backend
             runner.memos = _memos(ir, stage, arm_slots, arm_specs, dev, pre, manifests[arm.name], regions)
             runner.run(arm, manifests[arm.name])

@@ -252,13 +252,14 @@ def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
             slot.factory = (lambda a=actors[name]: ActorScorer(a))
         slots.append(slot)
     specs = [s for s in measure_specs(ir) if s.name in common["specs"]]
-    regions = RegionSteps(ctx)
+    regions = RegionSteps(ctx, common.get("regions"))
     ident = repr(sorted(regions.params.items())) + common["device"]
     regions._evaluator = _WORKER.get(("regions", ident))
     arm = ir.arms[common["arm"]]
     # the driver's runner class travels with the batch (by reference), so this module needs no
     # import of the executor that imports it
-    runner = common["runner_cls"](ctx, regions, slots, specs, common["pre"], arm.name, common["operators"])
+    runner = common["runner_cls"](ctx, regions, slots, specs, common["pre"], arm.name, common["operators"],
+                                  under=common.get("under"))
     error = None
     try:
         runner._batch(arm, common["manifest"], records, arm.source == "images")
@@ -755,7 +756,9 @@ class RayBackend:
         task = self.task.options(**task_opts)
         common = ray.put({"ir": ctx.ir, "arm": arm.name, "manifest": manifest, "pre": runner.pre,
                           "slots": [s.name for s in runner.slots], "specs": [s.name for s in runner.specs],
-                          "operators": tuple(op.name for op in runner.operators), "device": ctx.device,
+                          "operators": tuple(op.name for op in runner.operators), "under": runner.under,
+                          "regions": tuple(runner.regions.regions),
+                          "device": ctx.device,
                           "spec_dir": ctx.spec_dir, "policies": ctx.policies, "manifests": ctx.manifests,
                           "entries": self.entries, "runner_cls": type(runner)})
         refs: dict[int, Any] = {}
