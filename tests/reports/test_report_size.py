@@ -54,3 +54,17 @@ def test_rendering_reports_progress_per_section_and_pdf_stage(tmp_path, capsys, 
     assert f"progress: report {n}/{n} (100%)" in err
     render(d, formats=["html"])
     assert "progress:" not in capsys.readouterr().err  # off unless asked (the CLI asks on a terminal)
+
+
+def test_pdf_is_tagged(skin_pdf):
+    """The PDF carries a structure tree (PDF/UA-1): pdfinfo reports it tagged."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("pdfinfo") is None:
+        pytest.skip("pdfinfo (poppler-utils) is not installed")
+    info = subprocess.run(["pdfinfo", str(skin_pdf / "report.pdf")], capture_output=True, text=True).stdout
+    assert re.search(r"^Tagged:\s+yes", info, re.M), info
+    assert b"/StructTreeRoot" in (skin_pdf / "report.pdf").read_bytes() or "Tagged:          yes" in info

@@ -166,6 +166,18 @@ def _fetcher():
     return URLFetcher(allowed_protocols={"data"})
 
 
+#: the PDF variant asked of WeasyPrint: tagged (structure tree, reading order, alt texts) for screen readers
+PDF_VARIANT = "pdf/ua-1"
+
+
+def _tagged_pdf(document) -> bytes:
+    """The PDF as PDF/UA-1 (tagged) where this WeasyPrint writes it, else a plain PDF."""
+    try:
+        return document.write_pdf(pdf_variant=PDF_VARIANT)
+    except (TypeError, ValueError, KeyError):  # a WeasyPrint without that variant
+        return document.write_pdf()
+
+
 def write_pdf(html: str, out: Path, bar=None) -> Path:
     try:
         from PIL import ImageFile
@@ -181,7 +193,7 @@ def write_pdf(html: str, out: Path, bar=None) -> Path:
     document = HTML(string=html, url_fetcher=_fetcher()).render()
     if bar is not None:
         bar.advance(1, f"writing {len(document.pages)} PDF pages")
-    write_atomic(out, document.write_pdf())
+    write_atomic(out, _tagged_pdf(document))
     return out
 
 
