@@ -6,7 +6,10 @@ it is opened or listed.
 The same column rules as the run (`images.load_manifest`, fed by
 `columns.required_columns`), so a misspelled column fails `check`, not an hour
 into `run`. Manifests or folders that do not exist yet are skipped (data may
-arrive later; `run` reports them). Each problem points at the arm's
+arrive later; `run` reports them; so are image files). Row problems that
+stop the run (an arm without rows, E0705; under `on_error: fail` a row
+without an id or path, E0708) stop `check` too: the same loader with the
+same policy. Each problem points at the arm's
 declaration in the spec. A manifest with no `id` column gets W0620: ids then
 come from file stems (images) or row numbers (pairs), which change when the
 data is renamed or reordered.
@@ -20,8 +23,6 @@ from pathlib import Path
 
 from scoreaudit.diagnostics import Diagnostic, Span
 
-# Problems with the columns themselves; row-level problems (missing files, duplicate ids) are for `run`.
-COLUMN_CODES = frozenset({"E0702", "E0701", "E0707"})
 
 
 def _arm_span(source: str, name: str) -> Span | None:
@@ -70,11 +71,15 @@ def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -
             continue
         if not (spec_dir / manifest).is_file():
             continue
-        result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), on_error="skip",
+        # the run's loader with the run's policy: a manifest without rows stops the run (E0705), and under
+        # `on_error: fail` so does a row without an id or path (E0708); image files may arrive after the
+        # check, so what their absence causes (E0704, an arm whose every row lacks its file) stays the run's,
+        # and headers are not read (E0706 stays the run's too)
+        result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), on_error=ir.settings.on_error,
                                root=root, probe=False)
         span = _arm_span(source, name)
         for d in result.diagnostics:
-            if d.code in COLUMN_CODES:
+            if d.is_error and d.code != "E0704" and not (d.code == "E0705" and result.exclusions):
                 out.append(replace(d, span=span, path=str(spec_path)))
         id_col = p.get("id") or "id"
         if result.columns and id_col not in result.columns and not any(d.code == "E0702" for d in result.diagnostics):
