@@ -88,3 +88,17 @@ def test_each_cell_names_its_test_and_the_bootstrap_p_floor(big_bundle_dir):
         assert ("1/(B + 1) = 0.005" in li) == at_floor, (c["id"], c["p"], li)
         floored += at_floor
     assert floored >= 5  # the planted effects are strong: many bootstrap p sit at the floor
+
+
+def test_summary_says_how_many_raw_significant_cells_survive_the_correction(big_bundle_dir):
+    import json
+
+    from scoreaudit.reports.render import render
+
+    render(big_bundle_dir, formats=["html"])
+    res = json.loads((big_bundle_dir / "results.json").read_text())
+    raw = [c for c in res["cells"] if c["p"] is not None and c["p"] <= 0.05]
+    kept = [c for c in raw if c["q"] is not None and c["q"] <= 0.05]
+    assert 0 < len(kept) < len(raw)  # the planted audit has both kinds
+    summary = re.search(r'<p class="summary">(.*?)</p>', (big_bundle_dir / "report.html").read_text(), re.S).group(1)
+    assert f"{len(kept)} of {len(raw)} raw-significant cells (p \u2264 0.05) survive the false discovery rate" in summary

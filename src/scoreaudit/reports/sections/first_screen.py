@@ -212,6 +212,7 @@ def summary(ctx) -> str:
     parts = [f"{len(cells)} cell{'s' if len(cells) != 1 else ''} over {len(hyps)} hypothes{'es' if len(hyps) != 1 else 'is'} "
              f"and {len(scorers)} scorer{'s' if len(scorers) != 1 else ''}: "
              + ", ".join(f"{total.get(o, 0)} {o}" for o in OUTCOMES) + "."]
+    parts.append(_survivors(ctx, cells))
     for outcome, verb in (("supported", "supported"), ("refuted", "refuted")):
         whole, some = [], []
         for h in hyps:
@@ -238,6 +239,19 @@ def summary(ctx) -> str:
             parts.append(f"The {axis} axis is a mechanistic stress test only"
                          + (f" ({_join(failed)} not met)." if failed else "."))
     return " ".join(parts)
+
+
+def _survivors(ctx, cells: list[dict]) -> str:
+    """"k of m raw-significant cells survive the correction" (as the seed paper reports it): m cells with
+    p <= alpha before the correction, k of them with q <= alpha after it."""
+    alpha = ctx.alpha
+    raw = [c for c in cells if isinstance(c.get("p"), (int, float)) and c["p"] <= alpha]
+    if not raw:
+        return f"No cell is significant before the correction (p \u2264 {fmt.plain(alpha)})."
+    kept = sum(1 for c in raw if isinstance(c.get("q"), (int, float)) and c["q"] <= alpha)
+    corr = (ctx.results.get("settings") or {}).get("correction", "bh")
+    return (f"{kept} of {len(raw)} raw-significant cell{'s' if len(raw) != 1 else ''} (p \u2264 {fmt.plain(alpha)}) "
+            f"survive{'s' if len(raw) == 1 else ''} the {CORRECTION_WORDS.get(corr, corr)} correction (q \u2264 {fmt.plain(alpha)}).")
 
 
 def _join(xs: list[str]) -> str:
