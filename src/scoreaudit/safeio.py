@@ -257,7 +257,8 @@ def planted_link(target: str | Path, project: str | Path) -> str | None:
     above the project (the user's own home layout) are not the project's and are followed.
     """
     real_project = os.path.realpath(project)
-    parts = Path(os.path.abspath(target)).parts
+    # not os.path.abspath: it folds `link/..` away lexically, where the system would follow the link first
+    parts = Path(os.path.join(os.getcwd(), target)).parts
     cur = parts[0]
     for part in parts[1:]:
         cur = os.path.join(cur, part)

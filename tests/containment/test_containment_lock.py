@@ -132,3 +132,22 @@ def test_run_prints_the_deviations(masked, capsys):
     out = capsys.readouterr().out
     assert "pre-registration: deviation" in out
     assert "  operator light: changed" in out and "  data files of arm real: changed" in out
+
+
+def test_a_prompts_file_edit_is_a_deviation(tmp_path):
+    """A generated arm names its prompts file; the lock commits to its lines, not only to its name."""
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "prompts.txt").write_text("a portrait of a nurse\na portrait of a doctor\n")
+    (d / "g.audit").write_text('''audit "g" { version: 1 seed: 1 bootstrap: 100 }
+scorer sharp = sharpness()
+arm gen = generate("org/pipe", prompts: "prompts.txt", seeds: 1, steps: 2, size: 32, kind: synthetic)
+operator blur = gaussian_blur() doses 0, 1, 2
+hypothesis H1 "h" { curve(blur) < 0 on gen for each scorer }
+''')
+    spec = d / "g.audit"
+    write_lock(spec, now=EARLIER)
+    assert _status(spec)["status"] == "pre-registered"
+    (d / "prompts.txt").write_text("a portrait of a nurse\na portrait of a CEO\n")
+    st = _status(spec)
+    assert st["status"] == "deviation" and _items(st) == ["data prompts of arm gen"]

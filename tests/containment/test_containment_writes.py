@@ -77,3 +77,13 @@ def test_a_lock_linked_outside_is_never_read(proj, tmp_path):
     assert _run(spec, "--out", str(tmp_path / "o")) == Exit.OK
     status = json.loads((tmp_path / "o" / "lock.json").read_text())
     assert status["status"] == "not pre-registered" and "unreadable" in status["detail"]
+
+
+def test_a_dotdot_after_a_planted_link_does_not_escape(proj, tmp_path, capsys):
+    """`p/link/../x` is `outside/../x` to the system (the link is followed first), not `p/x`."""
+    spec, outside = proj
+    os.symlink(outside / "deep", spec.parent / "link")
+    (outside / "deep").mkdir()
+    assert _run(spec, "--out", str(spec.parent / "link" / ".." / "escaped")) == Exit.IO
+    assert "symbolic link inside the project" in capsys.readouterr().err
+    assert not (outside / "escaped").exists() and not (spec.parent / "escaped").exists()

@@ -8,7 +8,8 @@ its bytes, streamed), so an image or mask edited in place, or a same-size file
 swapped in, is a named deviation. Files are read through the one containment
 check (outside the spec's folder: not hashed, the run refuses them anyway).
 The item name starts with "data ", so a lock written before these items
-existed is not judged on them (compiler/lock.py `deviations`).
+existed is not judged on them (compiler/lock.py `deviations`). Generated arms and
+probes get `data prompts of arm|probe NAME`: the prompts as read from their files.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def arm_files(ir, arm, spec_dir: Path) -> list[Path]:
     from scoreaudit.runtime.columns import required_columns
     from scoreaudit.runtime.images import imageless, load_manifest
 
-    if arm.source not in ("images", "pairs") or imageless(arm):
+    if arm.source not in ("images", "pairs") or arm.call.plugin == "generate" or imageless(arm):  # made by the run
         return []
     result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), on_error="skip", root=spec_dir,
                            probe=False)
@@ -95,4 +96,25 @@ def file_items(ir, spec_dir: str | Path) -> dict[str, str]:
                 continue  # outside: the run refuses it (E0707); nothing of it is read here
             h.update(f"{rel}\0{file_sha256(f, spec_dir) or 'unreadable'}\n".encode("utf-8", "surrogateescape"))
         items[f"data files of arm {name}"] = f"files sha256 {h.hexdigest()}"
+    items.update(prompt_items(ir, spec_dir))
     return items
+
+
+def prompt_items(ir, spec_dir: Path) -> dict[str, str]:
+    """`data prompts of arm|probe NAME` -> sha256 of the prompts as expanded (a prompts file's or a template
+    column file's lines): the arm's item names the file, this commits to what is in it."""
+    import json
+
+    from scoreaudit.compiler.prompts import PromptsError, expand_prompts
+
+    users = [("arm", n, a.call.params) for n, a in ir.arms.items() if a.call.plugin == "generate"]
+    users += [("probe", n, p.call.params) for n, p in ir.probes.items()]
+    out: dict[str, str] = {}
+    for kind, name, params in users:
+        try:
+            prompts = expand_prompts(params["prompts"], spec_dir)
+        except (PromptsError, KeyError):
+            continue  # unreadable or outside: check and run say so
+        text = json.dumps(prompts, sort_keys=True, ensure_ascii=False, default=str)
+        out[f"data prompts of {kind} {name}"] = "prompts sha256 " + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return out
