@@ -458,16 +458,6 @@ class WilsonEstimate(Estimate):
         return wilson(self.estimate * n_eff, n_eff, level, self.detail.get("df"))
 
 
-def mean_gap(preferred: np.ndarray, other: np.ndarray, sd: float) -> Estimate:
-    d = (np.asarray(preferred, float) - np.asarray(other, float))
-    d = d[np.isfinite(d)]
-    if len(d) < 2 or not sd > 0:
-        return Estimate(float("nan"), "fixed", undefined="fewer than two pairs, or zero score SD")
-    d = d / sd
-    return Estimate(float(d.mean()), "ttest", contrasts=d, se=float(d.std(ddof=1) / math.sqrt(len(d))),
-                    df=len(d) - 1, detail={"n": len(d), "sd": sd})
-
-
 # ---------------------------------------------------------------- ranked sets
 
 
