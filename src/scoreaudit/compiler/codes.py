@@ -535,6 +535,13 @@ CATALOGUE: tuple[Code, ...] = (
        "cell as descriptive."),
     Code("W0530", "repeated arm in a scope", "An arm is listed twice after `on` in a declaration's scope; it "
          "counts once.", "List it once.", "operator blur = gaussian_blur(region: skin) doses 0, 1, 2 on real, real\n"),
+    Code("W0540", "declared but never needed", "The plan runs only what the hypotheses, validations, probes and "
+         "report read (spec/language.md, What runs): this scorer, operator, placebo, region, measure, selection "
+         "or arm is needed by none of them, so it never runs. A spec without hypotheses runs everything.",
+         "Use it in a hypothesis (or scope it with `on` to the arm a claim reads), or remove the declaration.",
+         'audit "t" { version: 1 }\nscorer a = sharpness()\nscorer b = colourfulness()\n'
+         'arm x = images("d", manifest: "d.csv")\n'
+         'hypothesis H "t" {\n  spearman(score, column: r) > 0.5 on x for a\n}\n'),
     Code("W0601", "repeated arm or scorer in a claim", "An arm (after `on`) or a scorer (after `for`) is listed "
          "twice; the cell is made once.", "List it once.",
          'hypothesis H1 "t" {\n  fidelity_index(light) > 0 on real, real for each scorer\n}\n'),
