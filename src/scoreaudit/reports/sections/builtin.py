@@ -8,7 +8,8 @@ from scoreaudit.registry import sections as _registry
 def load() -> list:
     """Import the built-in section modules; return every section entry in declared order."""
     from scoreaudit.reports.sections import (  # noqa: F401  (imports register)
-        appendix, comparisons, cross_image, dose_response, exclusions, first_screen, populations, probes, run_warnings,
+        appendix, comparisons, cross_image, dose_response, exclusions, first_screen, populations, probes, robustness,
+        run_warnings,
         selection, validity)
 
     return sorted(_registry, key=lambda e: (e.meta.get("order", 1000), e.name))
