@@ -325,3 +325,66 @@ def forest(rows: Sequence[Row], *, x_label: str, ref: float | None = None,
     out.append(_lines(cx, height - 6 - line_h * (len(x_lines) - 1), x_lines, line_h, f' text-anchor="middle" fill="{INK}"'))
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def xy_plot(*, title: str, x_label: str, y_label: str, lines: Sequence[Series] = (),
+            points: Sequence[tuple[float, float]] = (), xlim: tuple[float, float] | None = None,
+            ylim: tuple[float, float] | None = None, diagonal: bool = False, width: int = 300,
+            height: int = 300) -> Markup:
+    """An x–y panel: step or polyline curves (ROC) and/or a point cloud (score against rating); `diagonal`
+    draws y = x (chance for a ROC curve). Titles and axis labels wrap like every chart's."""
+    yl = wrap(y_label, height - 80, 12)
+    xl = wrap(x_label, width - 60, 12)
+    title_lines = wrap(title, width - 4, 13, bold=True)
+    ml, mr, mb = 54 + 14 * (len(yl) - 1), 14, 28 + 14 * len(xl)
+    mt = 10 + 16 * len(title_lines)
+    height += 16 * (len(title_lines) - 1) + 14 * (len(xl) - 1)
+    pw, ph = width - ml - mr, height - mt - mb
+    xs = [p[0] for s in lines for p in s.points if _finite(p[0])] + [p[0] for p in points if _finite(p[0])]
+    ys = [p[1] for s in lines for p in s.points if _finite(p[1])] + [p[1] for p in points if _finite(p[1])]
+    x0, x1 = xlim or ((min(xs), max(xs)) if xs else (0.0, 1.0))
+    y0, y1 = ylim or ((min(ys), max(ys)) if ys else (0.0, 1.0))
+    if x1 <= x0:
+        x0, x1 = x0 - 1, x1 + 1
+    if y1 <= y0:
+        y0, y1 = y0 - 1, y1 + 1
+    if not xlim:
+        x0, x1 = x0 - 0.04 * (x1 - x0), x1 + 0.04 * (x1 - x0)
+    if not ylim:
+        y0, y1 = y0 - 0.04 * (y1 - y0), y1 + 0.04 * (y1 - y0)
+
+    def sx(x):
+        return ml + (x - x0) / (x1 - x0) * pw
+
+    def sy(y):
+        return mt + (1 - (y - y0) / (y1 - y0)) * ph
+
+    out = [f'<svg class="chart panel xy" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+           f'font-family="{FONT}" font-size="12">', f"<title>{escape(title)}</title>",
+           _lines(2, 15, title_lines, 16, f' font-size="13" font-weight="bold" fill="{INK}"')]
+    for t in nice_ticks(y0, y1, 5):
+        if y0 <= t <= y1:
+            out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_f(sy(t))}" y2="{_f(sy(t))}" stroke="{GRID}"/>')
+            out.append(f'<text x="{ml - 5}" y="{_f(sy(t) + 3.5)}" text-anchor="end" fill="{MUTED}">{escape(tick(t))}</text>')
+    for t in nice_ticks(x0, x1, 5):
+        if x0 <= t <= x1:
+            out.append(f'<line x1="{_f(sx(t))}" x2="{_f(sx(t))}" y1="{mt + ph}" y2="{mt + ph + 4}" stroke="{MUTED}"/>')
+            out.append(f'<text x="{_f(sx(t))}" y="{mt + ph + 16}" text-anchor="middle" fill="{MUTED}">{escape(tick(t))}</text>')
+    out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>')
+    if diagonal:
+        lo, hi = max(x0, y0), min(x1, y1)
+        out.append(f'<line x1="{_f(sx(lo))}" y1="{_f(sy(lo))}" x2="{_f(sx(hi))}" y2="{_f(sy(hi))}" stroke="#999" '
+                   'stroke-dasharray="4 3"/>')
+    if points:
+        dots = "".join(f'<circle cx="{_f(sx(x))}" cy="{_f(sy(y))}" r="2"/>' for x, y in points if _finite(x, y))
+        out.append(f'<g fill="{OKABE_ITO[0]}" fill-opacity="0.45">{dots}</g>')
+    for s in lines:
+        st = style(s.index)
+        pts = " ".join(f"{_f(sx(p[0]))},{_f(sy(p[1]))}" for p in s.points if _finite(p[0], p[1]))
+        dash = f' stroke-dasharray="{st["dash"]}"' if st["dash"] else ""
+        out.append(f'<polyline points="{pts}" fill="none" stroke="{st["color"]}" stroke-width="2"{dash}/>')
+    out.append(_lines(ml + pw / 2, height - 6 - 14 * (len(xl) - 1), xl, 14, f' text-anchor="middle" fill="{INK}"'))
+    out.append(f'<g transform="translate(13 {_f(mt + ph / 2)}) rotate(-90)">'
+               + _lines(0, 0, yl, 14, f' text-anchor="middle" fill="{INK}"') + "</g>")
+    out.append("</svg>")
+    return Markup("".join(out))
