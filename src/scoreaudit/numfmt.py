@@ -63,7 +63,8 @@ def pval(p: Any) -> str:
     if v >= 1:
         return "1"
     decimals = min(3, max(0, 1 - math.floor(math.log10(v))))  # 2 significant digits, at most 3 decimals
-    return f"{v:.{decimals}f}"
+    text = f"{v:.{decimals}f}"
+    return "1" if float(text) >= 1 else text  # 0.996 reads as 1, as p = 1 does (never "1.00" beside "1")
 
 
 def peq(p: Any, name: str = "p") -> str:

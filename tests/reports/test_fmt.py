@@ -24,7 +24,7 @@ def test_signed_and_ci():
 
 
 @pytest.mark.parametrize("p, want", [(0.0004, "< 0.001"), (0.001, "0.001"), (0.0123, "0.012"), (0.5, "0.50"),
-                                     (1.0, "1"), (None, "\u2014")])
+                                     (1.0, "1"), (0.996, "1"), (0.994, "0.99"), (None, "\u2014")])
 def test_pval(p, want):
     assert fmt.pval(p) == want
 

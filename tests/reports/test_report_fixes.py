@@ -102,3 +102,23 @@ def test_summary_says_how_many_raw_significant_cells_survive_the_correction(big_
     assert 0 < len(kept) < len(raw)  # the planted audit has both kinds
     summary = re.search(r'<p class="summary">(.*?)</p>', (big_bundle_dir / "report.html").read_text(), re.S).group(1)
     assert f"{len(kept)} of {len(raw)} raw-significant cells (p \u2264 0.05) survive the false discovery rate" in summary
+
+
+def test_one_number_style_and_complete_sentences(big_bundle_dir):
+    """No ASCII hyphen as a minus before a number, no "p = 1.00" beside "q = 1", no plus signs inside intervals;
+    every comparison's sentence states its interval's level, p, q and claim (as the other cells' do)."""
+    import html as htmllib
+    import json
+
+    page = (big_bundle_dir / "report.html").read_text()
+    body = re.sub(r"<pre class=\"spec\">.*?</pre>", "", page, flags=re.S)  # the spec is the user's own text
+    text = re.sub(r"\s+", " ", htmllib.unescape(re.sub(r"<[^>]+>", " ", body)))
+    assert not re.findall(r"(?<![\w\-.])-\d", text), re.findall(r".{40}(?<![\w\-.])-\d.{20}", text)[:3]
+    assert not re.search(r"[pq] = 1\.0", text)
+    assert not re.search(r"\[\+", text)
+    res = json.loads((big_bundle_dir / "results.json").read_text())
+    comps = [c for c in res["cells"] if c["statistic"] in ("difference", "ratio") and c["estimate"] is not None]
+    assert comps
+    for c in comps:
+        s = c["sentence"]
+        assert re.search(r"\] \(\d+% CI\), p (=|<) [\d.]+, q (=|<) [\d.]+ \(claim: ", s), s

@@ -1,6 +1,7 @@
 """The sentence of a `difference`/`ratio` cell, from its detail (no numbers of its own).
 
-"On real, hps's fidelity index of light is 0.031× laion's [0.018, 0.047], q < 0.001: supported."
+"On real, hps's fidelity index of light is 0.031× laion's [0.018, 0.047] (90% CI), p < 0.001, q < 0.001
+(claim: ...): supported."
 What the two readings share (arm, `where`, statistic) is said once; what
 differs is said per reading. Number formatting is the caller's (results.json
 and the report format numbers their own way), so the words stay the same.
@@ -32,24 +33,30 @@ def _where(w) -> str:
 
 
 def _fmt(x: Optional[float], signed: bool) -> str:
-    """Three significant digits, no exponent between 1e-4 and 1e6 (0.031, 1.03, 250)."""
-    if x is None or not math.isfinite(x):
-        return "undefined"
-    a = abs(x)
-    if a == 0:
-        return "0"
-    if a < 1e-4 or a >= 1e6:
-        return f"{x:+.2e}" if signed else f"{x:.2e}"
-    digits = max(0, 2 - math.floor(math.log10(a)))
-    text = f"{a:.{digits}f}"
-    sign = "-" if x < 0 else ("+" if signed else "")
-    return sign + text
+    """The one number format (scoreaudit.numfmt): 3 significant digits, U+2212 minus."""
+    from scoreaudit import numfmt
+
+    return numfmt.num(x, signed=signed)
 
 
 def _q(q: Optional[float]) -> str:
-    if q is None or not math.isfinite(q):
-        return "q undefined"
-    return "q < 0.001" if q < 0.001 else f"q = {q:.3f}"
+    from scoreaudit import numfmt
+
+    return numfmt.peq(q, "q") if q is not None and math.isfinite(q) else "q undefined"
+
+
+def _stated(cell: dict, ci: str, qtext: Callable[[Optional[float]], str]) -> str:
+    """What every cell sentence states after its estimate and interval: the interval's level, p, q, the claim
+    (as the other statistics' sentences do): ` [lo, hi] (90% CI), p = 0.003, q = 0.011 (claim: ...)`."""
+    from scoreaudit import numfmt
+
+    level = cell.get("ci_level")
+    parts = [f"{ci} ({numfmt.num(100 * level, 2)}% CI)" if ci and isinstance(level, (int, float)) else ci]
+    p = cell.get("p")
+    tail = (", " + numfmt.peq(p, "p")) if isinstance(p, (int, float)) and math.isfinite(p) else ""
+    tail += ", " + qtext(cell.get("q"))
+    claim = f" (claim: {cell['claim_text']})" if cell.get("claim_text") else ""
+    return parts[0] + tail + claim
 
 
 def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
@@ -94,13 +101,13 @@ def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] 
     ratio = kind == "ratio"
     ci = ""
     if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
-        ci = f" [{num(lo, not ratio)}, {num(hi, not ratio)}]"
+        ci = f" [{num(lo, False)}, {num(hi, False)}]"  # bounds as every interval prints them (a sign only if negative)
     est = num(cell.get("estimate"), not ratio)
     test = d.get("test")
     how = f" ({test})" if test and test != "bootstrap" else ""
     if ratio:
-        return f"{lead}, {a_text} is {est}\u00d7 {b_text}{ci}, {qtext(cell.get('q'))}: {outcome}."
-    return f"{lead}, {a_text} minus {b_text} is {est}{ci}{how}, {qtext(cell.get('q'))}: {outcome}."
+        return f"{lead}, {a_text} is {est}\u00d7 {b_text}{_stated(cell, ci, qtext)}: {outcome}."
+    return f"{lead}, {a_text} minus {b_text} is {est}{how}{_stated(cell, ci, qtext)}: {outcome}."
 
 
 def _lead(cell: dict) -> str:
@@ -130,9 +137,9 @@ def own_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
     lo, hi = cell.get("ci_low"), cell.get("ci_high")
     ci = ""
     if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
-        ci = f" [{num(lo, signed)}, {num(hi, signed)}]"
+        ci = f" [{num(lo, False)}, {num(hi, False)}]"
     extra = ""
     if name == "agreement" and (d.get("excluded_label") or d.get("excluded_ties")):
         n_ex = int(d.get("excluded_label") or 0) + int(d.get("excluded_ties") or 0)
         extra = f" ({d.get('n')} rows, {n_ex} excluded)"
-    return f"{subject} is {num(cell.get('estimate'), signed)}{ci}{extra}, {qtext(cell.get('q'))}: {outcome}."
+    return f"{subject} is {num(cell.get('estimate'), signed)}{extra}{_stated(cell, ci, qtext)}: {outcome}."

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from scoreaudit import numfmt
 from scoreaudit.compiler.ir import ReadingIR, StatCallIR, readings_of
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, percentile_ci
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index, ci_contains
@@ -337,7 +338,7 @@ def _compare(kind: str):
             lo, hi = B.est.interval(level)
             if not (np.isfinite(lo) and np.isfinite(hi)) or ci_contains(lo, hi, 0.0):
                 return Estimate(float("nan"), "bootstrap", detail=det,
-                                undefined=f"the denominator's CI [{lo:.3g}, {hi:.3g}] includes 0: the ratio is "
+                                undefined=f"the denominator's CI {numfmt.ci(lo, hi)} includes 0: the ratio is "
                                           "undefined")
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot = A.boot / B.boot

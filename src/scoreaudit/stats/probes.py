@@ -28,6 +28,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from scoreaudit import numfmt
 from scoreaudit.compiler.ir import AuditIR, StatCallIR
 from scoreaudit.stats.bootstrap import stable_hash
 from scoreaudit.stats.context import ArmData, StatContext, index_clusters
@@ -235,7 +236,7 @@ def compare(ctx: StatContext, kind: str, ra, rb) -> Estimate:
         lo, hi = ests[1].interval(level)
         if not (np.isfinite(lo) and np.isfinite(hi)) or ci_contains(lo, hi, 0.0):
             return Estimate(float("nan"), "bootstrap", detail=det,
-                            undefined=f"the denominator's CI [{lo:.3g}, {hi:.3g}] includes 0: the ratio is undefined")
+                            undefined=f"the denominator's CI {numfmt.ci(lo, hi)} includes 0: the ratio is undefined")
         det["test"] = "bootstrap"
         with np.errstate(invalid="ignore", divide="ignore"):
             return Estimate(ea / eb, "bootstrap", boot=A / B, detail=det)
