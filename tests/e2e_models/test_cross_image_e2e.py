@@ -136,3 +136,10 @@ def test_each_arm_is_scored_under_its_prompt(audit, monkeypatch):
         np.testing.assert_allclose(got, declared[name], rtol=0, atol=tol, err_msg=name)
         n = len(wide_prompts)
         assert np.all(np.abs(declared[name][:n] - other[name][:n]) > 100 * tol), name  # the check can tell them apart
+
+
+def test_plan_forward_passes_equal_the_runs(audit):
+    """issue 26: what `scoreaudit plan` prints per scorer is what the run computed (fresh cache)."""
+    from plan_forward import assert_forward_passes_match
+
+    assert_forward_passes_match(audit["root"] / "cross_image.audit", audit["out"])

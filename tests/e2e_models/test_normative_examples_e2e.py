@@ -248,3 +248,12 @@ def test_verify_recomputes_both_bundles(skin_tone, body_warp):
                "verify", str(bundle)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(os.environ))
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_plan_forward_passes_equal_the_runs(skin_tone, body_warp):
+    """issue 26: what `scoreaudit plan` prints per scorer is what the run computed (fresh cache, no exclusions)."""
+    from plan_forward import assert_forward_passes_match
+
+    for case, name in ((skin_tone, "skin_tone"), (body_warp, "body_warp")):
+        made = assert_forward_passes_match(case["root"] / f"{name}.audit", case["out"])
+        assert all(n > 0 for n in made.values()), made

@@ -235,3 +235,11 @@ def test_a_new_user_compares_cached_per_prompt_scores_of_one_pairs_file(tmp_path
     assert s3["detail"]["test"].startswith("sign-flip") and s3["detail"]["signflip"]["a_better"] == 0
     assert s3["outcome"] == "supported" and s3["estimate"] < -0.15
     assert cs["S4/ir_op:hps_op/wide"]["detail"]["paired"]
+
+
+def test_plan_forward_passes_equal_the_runs(example):
+    """issue 26: scores read from tables cost no forward pass in the plan and none in the run."""
+    from plan_forward import assert_forward_passes_match
+
+    folder, _ = example
+    assert_forward_passes_match(folder / "comparisons.audit", folder / "out")

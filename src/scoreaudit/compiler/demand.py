@@ -212,6 +212,13 @@ def demand(audit: AuditIR) -> Demand:
             if m.role == "covariate" and in_scope(scope_of(m), arm):
                 d.add(("measure", arm, op, m.name), f"operator {op}")
 
+    # a measure taken under an operator is taken on the unaltered image too (the reference of its changes)
+    for w in list(d.of("measure")):
+        _, arm, op, m = w
+        if op != ORIGINAL:
+            for by in d.by(w):
+                d.add(("measure", arm, ORIGINAL, m), by)
+
     # regions of what runs, then the regions those regions are built from
     for w in list(d.needs):
         kind, arm = w[0], w[1] if len(w) > 1 else None

@@ -82,8 +82,9 @@ Paths are relative to the spec's folder. `cluster`, `strata`, `factors`,
 `prompt` name manifest columns; missing or misspelled columns are reported
 by `scoreaudit check` when the manifest exists, and by `run` before anything
 is decoded or scored (E0702). Without an `id` column, ids are the image files'
-names (pairs: row numbers) and `check` warns (W0620). Every operator runs on every
-images arm unless it is scoped (see Scopes); pairs arms are scored as they are.
+names (pairs: row numbers) and `check` warns (W0620). What runs on an arm is
+what the hypotheses read there (see What runs), within each declaration's
+scope (see Scopes); pairs arms are scored as they are.
 
 ## Regions
 
@@ -184,6 +185,39 @@ their scope names images arms only (E0530). What a scope implies is checked:
 An unknown arm in a scope is E0203 (with a suggestion). Scopes are part of the IR (`on` of a scorer, region, measure or
 operator, left out when empty), so specs without scopes keep their IR, plan
 fingerprint and cache keys.
+
+## What runs
+
+The plan holds the work the audit reads, never the cross product of its
+declarations (compiler/demand.py). Each cell's readings name an arm and a
+scorer; the statistic's registry `reads` name what it reads there: the
+scorer's scores of the original images (always: the SD scale and every
+identity dose read them) and of the operators it names, the measures under
+them, its selections, and the cell's axis. Besides the cells:
+
+- a scorer that reads a measure (`planted(slope_by: m)`) has it measured
+  wherever it scores a variant;
+- `validate m under o` measures m under o on every arm where o runs (on every
+  images arm in both scopes when no claim runs o);
+- an operator no claim reads runs, for the report's dose curves and
+  operator-uniformity table, on every images arm in its scope that a claim
+  scores, under the scorers read there; a placebo no claim reads runs
+  wherever its operator runs (the placebo table);
+- covariates are measured under every operator that runs on an arm in their
+  scope, and so is the builtin leakage; a measure taken under an operator is
+  also taken on the unaltered image;
+- regions run where an operator or measure that runs uses them, with the
+  regions they are built from; probes run when a cell reads them.
+
+Only the manifest columns of what runs on an arm are required there (a mask
+column is asked of the arm whose regions need it). An images arm whose every
+needed score is read from data (`precomputed(...)`) decodes nothing: `plan`
+says so (`"pixels": false` on its decode step) and its rows need no image
+file. `scoreaudit plan` prints after each step what needs it (`<- H1/pick/real,
+operator light`); plan.json keeps the whole list as `needed_by`. A
+declaration nothing needs is warned about at its declaration (W0540) and does
+not run. A spec without hypotheses is exploratory: every declaration runs on
+every arm in its scope.
 
 ## Hypotheses
 

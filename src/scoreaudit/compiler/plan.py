@@ -587,6 +587,9 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
         reads = ", ".join(s.reads[:3]) + (f", … (+{len(s.reads) - 3} more)" if len(s.reads) > 3 else "")
         if status is not None:
             extra += f"  ({status['steps'].get(s.id, 'to run')})"
+        if s.needed_by and s.kind not in ("statistic", "report"):  # a statistic step is its own cell
+            shown = ", ".join(s.needed_by[:3]) + (f" (+{len(s.needed_by) - 3} more)" if len(s.needed_by) > 3 else "")
+            extra += f"  <- {shown}"
         lines.append(f"{s.id:<{width}}  {s.key[:12]}  {reads or '-'} -> {', '.join(s.writes)}{extra}")
     paired = [s for s in plan.steps if s.kind == "statistic" and s.params.get("pairing")]
     if paired:
@@ -599,12 +602,11 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
     for arm, n in plan.images.items():
         lines.append(f"  {arm}: {n if n is not None else '?'} (scored variants per image: "
                      f"{plan.variants_per_image.get(arm, 1)})")
-    lines.append("forward passes per scorer = Σ over arms of images × (1 original + Σ over operators of "
-                 "non-identity doses):")
-    formula = " + ".join(f"{plan.variants_per_image.get(a, 1)}·n({a})" for a in plan.images)
+    lines.append("forward passes per scorer = Σ over the arms it scores of images × (1 original + Σ over the "
+                 "operators it scores there of non-identity doses):")
     for scorer, total in plan.forward_passes.items():
         shown = f"{total}" if total is not None else "?"
-        lines.append(f"  {scorer}: {shown}   ({formula})")
+        lines.append(f"  {scorer}: {shown}   ({_formula(plan, scorer)})")
     gen = [s for s in plan.steps if s.kind == "generate"]
     if gen:
         lines.append("generated images per arm (prompts × seeds; denoising steps = images × steps):")
@@ -634,6 +636,19 @@ def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
                 lines.append(f"{what}: " + ", ".join(f"{a} {c}/{n if n is not None else '?'}"
                                                      for a, (c, n) in status[key].items()))
     return "\n".join(lines)
+
+
+def _formula(plan: ExecutionPlan, scorer: str) -> str:
+    """`7·n(real) + 5·n(bodies)`: the scorer's variants per image on each arm it scores (0 for data-read scores)."""
+    per_arm: dict[str, int] = {}
+    doses = {(s.arm, s.params.get("operator")): len(s.params.get("doses", ())) - 1
+             for s in plan.steps if s.kind == "operator"}
+    for s in plan.steps:
+        if s.kind == "score" and s.params.get("scorer") == scorer and s.arm is not None:
+            op = s.params.get("operator")
+            k = 1 if op == ir.ORIGINAL else doses.get((s.arm, op), 0)
+            per_arm[s.arm] = per_arm.get(s.arm, 0) + (0 if s.forward_passes == 0 else k)
+    return " + ".join(f"{k}·n({a})" for a, k in per_arm.items()) or "0"
 
 
 def plan_schema() -> dict:

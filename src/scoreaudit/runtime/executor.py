@@ -111,18 +111,19 @@ def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[st
 
 
 def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None,
-                   trusted: set[str] = frozenset(), known: dict[str, dict] | None = None
-                   ) -> dict[str, ManifestResult]:
+                   trusted: set[str] = frozenset(), known: dict[str, dict] | None = None,
+                   pixel_free: set[str] = frozenset()) -> dict[str, ManifestResult]:
     """Read and check every arm's manifest; raise every E07xx problem at once, before any work.
 
     `root`: files must lie below it (E0707); None allows any path (`run --allow-outside`).
     `trusted`: arms whose files the run wrote itself (generated arms, in the output folder).
     `known`: arm -> files whose header passed in an earlier run (`memo.known_probes`).
+    `pixel_free`: images arms the plan decodes nothing of (`ArmStage.pixels`): no file is looked at.
     """
     known = known or {}
     results = {name: load_manifest(arm, spec_dir, columns=required_columns(ir, arm),
                                    on_error=ir.settings.on_error, root=None if name in trusted else root,
-                                   known=known.get(name))
+                                   known=known.get(name), pixels=name not in pixel_free)
                for name, arm in ir.arms.items()}
     diags = [d for r in results.values() for d in r.diagnostics]
     diags += outside_file_columns(ir, results, root)
@@ -296,6 +297,7 @@ class ArmRunner:
             return [sp for sp in self.specs if sp.name in ms], [sl for sl in slots if sl.name in sc]
 
         self.under = under
+        self.pixels = True  # False: the plan decodes nothing of this arm (ArmStage.pixels)
         self.original_specs = _for(ORIGINAL)[0]
         self.ops = [OperatorSteps(ctx, op, *_for(op.name), table_values=table) for op in self.operators]
         need: dict[str, list[str]] = {}
@@ -315,7 +317,7 @@ class ArmRunner:
         for e in manifest.exclusions:
             ctx.tables.add_exclusion(e.arm, e.image_id, e.row, e.stage, e.reason)
         records = list(manifest.records)
-        if imageless(arm):
+        if imageless(arm) or not self.pixels:  # nothing the plan runs here reads pixels
             self._imageless(arm, records)
             return
         images_arm = arm.source == "images"
@@ -457,6 +459,12 @@ def _arm_plan(ir: AuditIR, work: ArmStage, slots: dict[str, ScorerSlot], specs: 
             [s for s in specs if s.name in work.measures and (arm, s.name) not in given["measures"]])
 
 
+def pixel_free_arms(plan: Any, ir: AuditIR) -> set[str]:
+    """Arms the plan decodes none of: every score they need is read from data, or nothing reads them."""
+    work = arm_work(plan)
+    return {name for name in ir.arms if name not in work or not work[name].pixels}
+
+
 def stage_under(stage: ArmStage) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """operator (ORIGINAL included) -> (scorers, measures) the plan runs under it on the stage's arm."""
     return {o: (stage.scorers_under(o), stage.measures_under(o)) for o in (ORIGINAL, *stage.operators)}
@@ -495,7 +503,7 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
     root = None if allow_outside else spec_dir
     stores = _store_status(ir, spec_dir, cache_path, device, allow_outside)  # generated images and probe trajectories
     ir = ir.model_copy(update={"arms": {n: a for n, a in ir.arms.items() if not is_generated(a)}})
-    manifests = load_manifests(ir, spec_dir, root)
+    manifests = load_manifests(ir, spec_dir, root, pixel_free=pixel_free_arms(plan, ir))
     pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
@@ -509,7 +517,7 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
         images: dict[str, list[int]] = {}
         for name, arm in ir.arms.items():
             records = manifests[name].records
-            if imageless(arm) or name not in work:
+            if imageless(arm) or name not in work or not work[name].pixels:
                 images[name] = [len(records), len(records)]
                 continue
             arm_slots, arm_specs = _arm_plan(ir, work[name], slots, specs, given)
@@ -626,7 +634,8 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
             conn.release_generators()
             notes.extend(conn.notes)
     known = known_probes(cache_path, {n: _max_pixels(a) for n, a in ir.arms.items()})
-    manifests = load_manifests(ir, spec_dir, root, trusted=set(generated), known=known)
+    manifests = load_manifests(ir, spec_dir, root, trusted=set(generated), known=known,
+                               pixel_free=pixel_free_arms(plan, ir))
     pre = load_precomputed(ir, spec_dir, manifests, root)
     stat_inputs = read_stat_inputs(ir, spec_dir, root)
     given = provided(pre)
@@ -681,6 +690,7 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
             runner = ArmRunner(ctx, regions, arm_slots, arm_specs, pre, arm.name, stage.operators,
                                under=stage_under(stage))
             runner.backend = backend
+            runner.pixels = stage.pixels
             runner.memos = _memos(ir, stage, arm_slots, arm_specs, dev, pre, manifests[arm.name], regions)
             runner.run(arm, manifests[arm.name])
             runner.add_precomputed(arm, pre)
@@ -754,7 +764,8 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
               "(checksum mismatch); their steps were recomputed and the values replaced", file=sys.stderr)
     counts = {"images": {a: images.get(a, 0) for a in ir.arms},
               "excluded": {a: len(excluded.get(a, ())) for a in ir.arms},
-              "rows": tables.counts(), "steps": log.summary(), "corrupt_cache_values": len(corrupt)}
+              "rows": tables.counts(), "steps": log.summary(), "corrupt_cache_values": len(corrupt),
+              "forward_passes": {s: int(log.forward.get(s, 0)) for s in ir.scorers}}
     log.note(f"finished {finished}; steps {json.dumps(counts['steps'], sort_keys=True)}")
     log.close()
     run = {"first_score_at": first, "device": dev, "started_at": started, "finished_at": finished,

@@ -669,6 +669,39 @@ def _imageless_records(col: _Collector, arm, frame, values: Sequence[Mapping[str
     return records
 
 
+def _pixelfree_records(col: _Collector, arm, frame, values: Sequence[Mapping[str, Any]],
+                       row_nos: Sequence[int], shown: str | None) -> list[ImageRecord]:
+    """Rows of an images manifest whose pixels nothing reads → one record per row, no file looked at.
+
+    Ids as for any images manifest (the id column; the row number without one), a missing id is
+    E0708 and a repeated one E0703; the cluster is the cluster column, else the image.
+    """
+    p = arm.call.params
+    id_col = p.get("id", "id")
+    cluster_col = arm.cluster or p.get("cluster")
+    prompt_col = p.get("prompt")
+    have_id = bool(row_nos) and id_col in frame.columns
+    ids = key_column(frame, id_col) if have_id else [str(r) for r in row_nos]
+    first = _first_rows(row_nos, ids)
+    clusters = key_column(frame, cluster_col) if cluster_col else [None] * len(row_nos)
+    prompts = key_column(frame, prompt_col) if prompt_col else [None] * len(row_nos)
+    records: list[ImageRecord] = []
+    for i, row_no in enumerate(row_nos):
+        iid = ids[i]
+        if iid is None:
+            col.row_problem("E0708", None, row_no, f"row {row_no} has no value in id column '{id_col}'",
+                            help="give every row a unique id")
+            continue
+        if first[i] != row_no:
+            col.error("E0703", f"duplicate image id '{iid}' in manifest '{col.manifest}': row {first[i]} and row {row_no}",
+                      help="ids must be unique within an arm; rename or remove one of the rows")
+            continue
+        records.append(ImageRecord(arm=arm.name, image_id=iid, row=row_no, path=None,
+                                   display_path=f"{shown} row {row_no}", cluster=clusters[i] or iid,
+                                   prompt=prompts[i], columns=values[i]))
+    return records
+
+
 def _folder_rows(col: _Collector, folder: Path, spec_dir: Path) -> list[tuple[int, dict[str, Any]]]:
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
     seen: dict[str, str] = {}
@@ -686,7 +719,7 @@ def _folder_rows(col: _Collector, folder: Path, spec_dir: Path) -> list[tuple[in
 
 def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_error: str = "skip",
                   root: str | Path | None = None, probe: bool = True,
-                  known: Mapping[str, Sequence[int]] | None = None) -> ManifestResult:
+                  known: Mapping[str, Sequence[int]] | None = None, pixels: bool = True) -> ManifestResult:
     """Read and check one arm's manifest (see the module docstring). Never raises for user errors.
 
     `arm` is a `compiler.ir.ArmIR`; `columns` are further manifest columns the
@@ -696,7 +729,8 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
     reads every file's header to catch unreadable files and decompression
     bombs before any scoring; `known` (path -> [size, mtime_ns], the
     `probed` of an earlier load with the same max_pixels) names files whose
-    header already passed, so an unchanged file is not opened again.
+    header already passed, so an unchanged file is not opened again. `pixels` False (an images arm
+    whose every score the plan reads from data): rows need no path and no file is looked at.
     """
     spec_dir = Path(spec_dir)
     root_path = Path(root) if root is not None else None
@@ -755,7 +789,8 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
                            "JSON lines (.jsonl) or a JSON list of records (.json)")
             return result()
         available = tuple(frame.columns)
-        if not _check_columns(col, arm, available, _needed_columns(arm, columns)):
+        needed = [(c, w) for c, w in _needed_columns(arm, columns) if pixels or w != "path"]
+        if not _check_columns(col, arm, available, needed):
             return result(available=available)
         row_nos = list(range(1, frame.height + 1))
         values = frame.to_dicts()
@@ -766,6 +801,8 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
         return result(available=available)
     if imageless(arm):
         records = _imageless_records(col, arm, frame, values, row_nos, shown_manifest)
+    elif not pixels and manifest_path is not None:
+        records = _pixelfree_records(col, arm, frame, values, row_nos, shown_manifest)
     else:
         records = _records_from_frame(col, arm, frame, values, row_nos, base_dir, spec_dir, root_path,
                                       max_pixels, probe, known or {}, probed)

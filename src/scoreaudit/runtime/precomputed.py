@@ -825,16 +825,22 @@ def manifest_scores(ir: AuditIR, arm: str, records: Iterable[Any],
     from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem
     from scoreaudit.plugins.scorers.precomputed import Precomputed
 
+    from scoreaudit.compiler.demand import demand_of
+
     arm_ir = ir.arms[arm]
+    need = demand_of(ir)  # only the scorers (and operators) the plan reads on this arm
     skip = set(skip)
     records = list(records)
-    variants = [(ORIGINAL, 0.0)]
-    if arm_ir.source == "images":
-        variants += [(name, float(d)) for name, op in ir.operators.items() for d in op.doses]
     recs, excl = [], []
     for scorer in ir.scorers:
         if not _is_precomputed_column(ir, scorer) or (arm, scorer) in skip:
             continue
+        if not need.has(("score", arm, scorer, ORIGINAL)):
+            continue
+        variants = [(ORIGINAL, 0.0)]
+        if arm_ir.source == "images":
+            variants += [(name, float(d)) for name, op in ir.operators.items() for d in op.doses
+                         if need.has(("score", arm, scorer, name))]
         impl = Precomputed(ir.scorers[scorer].call.params)
         items = [ScoreItem(arm=arm, image_id=r.image_id, operator=ORIGINAL, dose=0.0, u=0.0, placebo=False,
                            row=dict(r.columns), measures={}, side=r.side) for r in records]

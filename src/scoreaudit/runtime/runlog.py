@@ -29,6 +29,9 @@ class RunLog:
         self.path = path
         self._fh: TextIO = path.open("w", encoding="utf-8")
         self.counts: Counter[tuple[str, str]] = Counter()  # (kind, reason) -> steps
+        # scorer -> score steps computed (not cached): the forward passes the run made, which the plan's
+        # `forward_passes` predicts for an empty cache (run.json counts.forward_passes)
+        self.forward: Counter[str] = Counter()
         self.capture: list | None = None  # set by runtime.memo.Capture: (step, reason) of the batch in flight
 
     def note(self, text: str) -> None:
@@ -38,6 +41,10 @@ class RunLog:
         status = "cached" if reason == "cached" else "ran"
         self._fh.write(f"{step.key}\t{status}\t{reason}\t{step.kind}\t{_one_line(step.slot)}\n")
         self.counts[(step.kind, reason)] += 1
+        if step.kind == "score" and reason != "cached":  # slot: "score NAME arm/image operator@dose"
+            parts = str(step.slot).split(" ", 2)
+            if len(parts) > 1:
+                self.forward[parts[1]] += 1
         if self.capture is not None:
             self.capture.append((step, reason))
 
