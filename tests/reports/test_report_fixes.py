@@ -122,3 +122,17 @@ def test_one_number_style_and_complete_sentences(big_bundle_dir):
     for c in comps:
         s = c["sentence"]
         assert re.search(r"\] \(\d+% CI\), p (=|<) [\d.]+, q (=|<) [\d.]+ \(claim: ", s), s
+
+
+def test_appendix_says_how_to_reproduce_the_bundle(big_bundle_dir):
+    import html as htmllib
+    import json
+
+    res = json.loads((big_bundle_dir / "results.json").read_text())
+    appendix = htmllib.unescape(_section((big_bundle_dir / "report.html").read_text(), "appendix"))
+    assert "scoreaudit run big.audit --out OUT --device cpu" in appendix
+    assert "scoreaudit verify OUT" in appendix
+    for k in ("seed", "bootstrap", "robustness"):
+        assert re.search(rf"<th scope=\"row\">{k}</th><td>{res['settings'][k]}</td>", appendix), k
+    assert f"<td>{res['tool']['version']}</td>" in appendix
+    assert "not recorded by this run" in appendix  # this run recorded no git commit: said, not guessed

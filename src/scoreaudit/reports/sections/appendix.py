@@ -42,7 +42,26 @@ def appendix(ctx) -> dict:
         "precomputed": [_file(e) for e in (r.get("precomputed") or []) if isinstance(e, dict)],
         "sources": sources(r),
         "schema_version": r.get("schema_version"),
+        "reproduce": reproduce(ctx),
     }
+
+
+def reproduce(ctx) -> dict:
+    """What a reader needs to run the audit again: the command (the spec by its file name; OUT is the folder
+    that holds this report), the tool version and git commit where the run recorded one, the seeds, the
+    device. Only what the bundle records: the report stays byte-identical wherever the bundle is moved."""
+    r = ctx.results
+    settings = r.get("settings") or {}
+    env = r.get("environment") or {}
+    tool = r.get("tool") or {}
+    spec = shown_path((r.get("spec") or {}).get("path") or "spec.audit")
+    device = env.get("device") or (ctx.run or {}).get("device")
+    command = f"scoreaudit run {spec} --out OUT" + (f" --device {device}" if device and device != "unknown" else "")
+    commit = tool.get("git_commit") or tool.get("commit")
+    seeds = [(k, shown(settings.get(k))) for k in ("seed", "bootstrap", "robustness") if k in settings]
+    return {"command": command, "verify": "scoreaudit verify OUT", "version": shown(tool.get("version")),
+            "commit": shown(commit) if commit else "not recorded by this run", "seeds": seeds,
+            "device": shown(device)}
 
 
 MANIFEST = "manifest columns"
