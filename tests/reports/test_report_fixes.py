@@ -136,3 +136,29 @@ def test_appendix_says_how_to_reproduce_the_bundle(big_bundle_dir):
         assert re.search(rf"<th scope=\"row\">{k}</th><td>{res['settings'][k]}</td>", appendix), k
     assert f"<td>{res['tool']['version']}</td>" in appendix
     assert "not recorded by this run" in appendix  # this run recorded no git commit: said, not guessed
+
+
+def test_each_within_image_cell_names_the_images_that_move_it_most(big_bundle_dir):
+    """The five images with the largest |score at the extreme dose − original score|, checked against a direct
+    computation on tables/scores.parquet."""
+    import html as htmllib
+    import json
+
+    import pandas as pd
+
+    res = json.loads((big_bundle_dir / "results.json").read_text())
+    page = htmllib.unescape((big_bundle_dir / "report.html").read_text())
+    s = pd.read_parquet(big_bundle_dir / "tables" / "scores.parquet")
+    i, c = next((i, c) for i, c in enumerate(res["cells"]) if c["id"] == "H1/pick/real")
+    mine = s[(s.arm == "real") & (s.scorer == "pick")]
+    orig = mine[mine.operator == "original"].set_index("image_id")["score"]
+    ext = mine[(mine.operator == "light") & (mine.dose.abs() == 15)].copy()
+    ext["change"] = ext["score"].to_numpy() - orig.reindex(ext["image_id"]).to_numpy()
+    ext = ext.assign(size=ext.change.abs()).sort_values(["size", "image_id"], ascending=[False, True])
+    want = ext.drop_duplicates("image_id").head(5)["image_id"].tolist()
+    li = re.search(rf'<li class="cell \w+" id="cell-{i + 1}">(.*?)</li>', page, re.S).group(1)
+    line = re.search(r"Moved most \(raw score change at the extreme dose\): (.*?)\.</span>", li).group(1)
+    assert [part.split(" ")[0] for part in line.split("; ")] == want
+    # a cross-image cell (no operator) has no such line
+    j = next(j for j, c in enumerate(res["cells"]) if c["statistic"] == "pairwise_accuracy")
+    assert "Moved most" not in re.search(rf'id="cell-{j + 1}">(.*?)</li>', page, re.S).group(1)

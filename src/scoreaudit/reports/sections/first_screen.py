@@ -336,6 +336,9 @@ def hypotheses(ctx) -> dict | None:
     if not cells:
         return None
     deviated = {d.get("hypothesis"): d.get("change") for d in (ctx.results.get("lock") or {}).get("deviations") or []}
+    from scoreaudit.reports.sections.influence import movers_text, top_movers
+
+    movers = top_movers(ctx)
     groups = []
     for name in _hypothesis_order(ctx):
         rows = []
@@ -350,7 +353,9 @@ def hypotheses(ctx) -> dict | None:
                          "level": labels.ci(labels.cell_level(c, ctx.alpha)), "p_label": labels.cell_p(c),
                          "p": fmt.pval(c.get("p")), "q": fmt.pval(c.get("q")), "test": labels.cell_test(c),
                          "floor": labels.p_floor(c, (ctx.results.get("settings") or {}).get("bootstrap")),
-                         "seeds": seed_text(c.get("seed_robustness"))})
+                         "seeds": seed_text(c.get("seed_robustness")),
+                         "movers": movers_text(movers.get((c.get("arm"), c.get("scorer"),
+                                                           (c.get("params") or {}).get("operator")), []))})
         counts = Counter(r["outcome"] for r in rows)
         groups.append({"name": name, "title": ctx.hypothesis_titles.get(name, ""), "rows": rows,
                        "claim": next((c.get("claim_text") for c in cells if c.get("hypothesis") == name), ""),
