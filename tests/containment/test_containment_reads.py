@@ -154,3 +154,35 @@ def test_a_pipeline_folder_outside_is_e0707(tmp_path, capsys, monkeypatch, pipel
     checked = api.check(d / "g.audit")
     codes = [x.code for x in checked.diagnostics if x.is_error]
     assert "E0707" in codes, [str(x.message) for x in checked.diagnostics]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "json"])
+def test_a_manifest_swapped_for_a_link_after_the_containment_check_is_not_read(tmp_path, monkeypatch, suffix):
+    """The manifest is opened contained on its descriptor: swapped between `inside` and the read, it is refused."""
+    import json as _json
+
+    from scoreaudit.runtime import images
+
+    spec = project(tmp_path / "p", spec=PLAIN_SPEC, n_real=3)
+    man = spec.parent / "data" / f"real.{suffix}"
+    if suffix == "json":
+        import csv as _csv
+
+        rows = list(_csv.DictReader((spec.parent / "data/real.csv").open()))
+        man.write_text(_json.dumps(rows))
+        spec.write_text(PLAIN_SPEC.replace("data/real.csv", "data/real.json"))
+    secret = tmp_path / f"secret.{suffix}"
+    shutil.copy(man, secret)  # a valid manifest: only containment can refuse it
+    ir, _ = api.compile(spec)
+    real_inside = images._inside
+
+    def swap_after_check(path, root):  # the check passes, then the file becomes a link out
+        ok = real_inside(path, root)
+        if Path(path) == man and ok and not man.is_symlink():
+            man.unlink()
+            os.symlink(secret, man)
+        return ok
+
+    monkeypatch.setattr(images, "_inside", swap_after_check)
+    result = images.load_manifest(ir.arms["real"], spec.parent, root=spec.parent, probe=False)
+    assert not result.records and [d.code for d in result.diagnostics] == ["E0707"]

@@ -782,9 +782,15 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
         if not imageless(arm):  # without images, preferred/other name sides, not (text) path columns
             text_cols += [p.get("preferred") or "", p.get("other") or ""]
         try:
-            frame = read_manifest(manifest_path, [c for c in text_cols if c])
+            frame = read_manifest(manifest_path, [c for c in text_cols if c], root=root_path)
+        except UnsafePath as exc:  # swapped for a link out (or a FIFO) after the checks above: never read
+            col.error("E0707" if exc.what.startswith("leaves") else "E0701",
+                      f"manifest '{shown_manifest}' of arm '{arm.name}' {exc.what}",
+                      help="move the data under the spec's folder, or run with --allow-outside")
+            return result()
         except Exception as exc:  # polars/pyarrow parse errors: the user's file is malformed
-            col.error("E0701", f"cannot read manifest '{shown_manifest}': {exc}",
+            col.error("E0707" if "leaves the project folder" in str(exc) else "E0701",  # a JSON one swapped out
+                      f"cannot read manifest '{shown_manifest}': {exc}",
                       help="the manifest must be a CSV/TSV file with a header row, a parquet file, "
                            "JSON lines (.jsonl) or a JSON list of records (.json)")
             return result()

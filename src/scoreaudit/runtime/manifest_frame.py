@@ -35,17 +35,17 @@ TRUE, FALSE = ("True", "TRUE", "true"), ("False", "FALSE", "false")
 INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
 
 
-def read_manifest(path: Path, text_columns: Sequence[str]) -> pl.DataFrame:
+def read_manifest(path: Path, text_columns: Sequence[str], root: Path | None = None) -> pl.DataFrame:
     """The file as a frame (columns named as text, in file order); raises ValueError/TableError for a
     malformed file (the caller words it as E0701)."""
     suffix = path.suffix.lower()
     if suffix in JSON_SUFFIXES:
         try:
-            rec = read_records(path)
+            rec = read_records(path, root=root)  # `root`: the opened file itself contained
         except TableError as exc:  # the message names the file and the line
             raise ValueError(f"{exc.message} ({exc.help})") from None
         return _from_records(list(rec.columns), [r for _, r in rec.rows], text_columns)
-    data = read_regular(path)  # never a FIFO or device: those would block the run
+    data = read_regular(path, root=root)  # never a FIFO or device: those would block the run
     if suffix in (".parquet", ".pq"):
         frame = pl.read_parquet(io.BytesIO(data))
         frame = frame.rename({c: str(c) for c in frame.columns})

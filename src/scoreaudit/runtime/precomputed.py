@@ -377,7 +377,8 @@ def read_long_table(path: str | Path, kind: str, *, spec_dir: str | Path = ".", 
         return fail("E0806", f"{kind} table {shown} ({where}) is outside the project folder",
                     "keep precomputed tables inside the spec's folder")
     try:
-        rec = read_columns(full, shown) if FORMATS.get(full.suffix.lower()) in COLUMNAR else read_records(full, shown)
+        rec = read_columns(full, shown, root) if FORMATS.get(full.suffix.lower()) in COLUMNAR \
+            else read_records(full, shown, root)  # the opened file itself contained
     except TableError as exc:
         return fail("E0801", f"cannot use {kind} table of {where}: {exc.message}", exc.help)
     cols = {"id": _find(rec.columns, ID_COLUMNS), "name": _find(rec.columns, k.name),

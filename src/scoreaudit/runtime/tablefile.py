@@ -118,8 +118,12 @@ def _read_parquet(data: bytes) -> tuple[tuple[str, ...], list[tuple[int, dict]]]
 
 
 def _json_value(text: str, where: str) -> Any:
+    from scoreaudit.safeio import JSONTooDeep, loads_bounded
+
     try:
-        return json.loads(text)
+        return loads_bounded(text)
+    except JSONTooDeep as exc:
+        raise TableError(f"{where}: {exc}", "a manifest or table is a flat list of records") from None
     except json.JSONDecodeError as exc:
         raise TableError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                          "fix the JSON (a JSON list of records: [{\"id\": ..., ...}, ...], or one "
@@ -140,8 +144,12 @@ def _read_json_lines(text: str, shown: str) -> list[tuple[int, dict]]:
 
 
 def _read_json(text: str, shown: str) -> list[tuple[int, dict]]:
+    from scoreaudit.safeio import JSONTooDeep, loads_bounded
+
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
+    except JSONTooDeep as exc:
+        raise TableError(f"{shown}: {exc}", "a manifest or table is a flat list of records") from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # several JSON values: one record per line under a .json name
             return _read_json_lines(text, shown)
@@ -159,16 +167,19 @@ def _read_json(text: str, shown: str) -> list[tuple[int, dict]]:
     return rows
 
 
-def _bytes(path: Path, shown: str) -> tuple[str, bytes]:
-    """(format, contents) of a table file; `TableError` when the format or the file is not usable."""
+def _bytes(path: Path, shown: str, root: str | Path | None = None) -> tuple[str, bytes]:
+    """(format, contents) of a table file; `TableError` when the format or the file is not usable.
+    `root`: the file opened must lie under it (checked on the descriptor: safeio.open_regular)."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise TableError(f"{shown}: unsupported table format '{path.suffix or '(no extension)'}'", FORMAT_HELP)
     try:
-        return fmt, read_regular(path)  # never a FIFO or device: those would block
+        return fmt, read_regular(path, root=root)  # never a FIFO or device: those would block
     except FileNotFoundError:
         raise TableError(f"{shown} not found", "check the path (it is relative to the spec's folder)") from None
-    except UnsafePath:
+    except UnsafePath as exc:
+        if exc.what.startswith("leaves"):  # swapped for a link out after the containment check
+            raise TableError(f"{shown} {exc.what}", "keep data inside the spec's folder") from None
         raise TableError(f"{shown} is not a regular file (a folder, FIFO or device)",
                          "name a table file; folders, pipes and devices are never read") from None
     except OSError as exc:
@@ -199,7 +210,7 @@ class Columns:
 COLUMNAR = ("csv", "tsv", "parquet")
 
 
-def read_columns(path: str | Path, shown: str | None = None) -> Columns:
+def read_columns(path: str | Path, shown: str | None = None, root: str | Path | None = None) -> Columns:
     """A CSV/TSV or parquet file as columns, parsed by the same readers as `read_records`.
 
     Raises `TableError` like `read_records`; JSON formats are not columnar (their values
@@ -210,7 +221,7 @@ def read_columns(path: str | Path, shown: str | None = None) -> Columns:
 
     path = Path(path)
     shown = shown or str(path)
-    fmt, data = _bytes(path, shown)
+    fmt, data = _bytes(path, shown, root)
     if fmt not in COLUMNAR:
         raise ValueError(f"{fmt} is not a columnar format")  # a caller's mistake, not the user's
     try:
@@ -225,11 +236,11 @@ def read_columns(path: str | Path, shown: str | None = None) -> Columns:
     return Columns(frame, hashlib.sha256(data).hexdigest(), fmt)
 
 
-def read_records(path: str | Path, shown: str | None = None) -> Records:
+def read_records(path: str | Path, shown: str | None = None, root: str | Path | None = None) -> Records:
     """Read any supported file as raw rows; raises `TableError` (message + help) when it cannot."""
     path = Path(path)
     shown = shown or str(path)
-    fmt, data = _bytes(path, shown)
+    fmt, data = _bytes(path, shown, root)
     digest = hashlib.sha256(data).hexdigest()
     try:
         if fmt in ("csv", "tsv"):
