@@ -339,12 +339,14 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def staging_for(target: str | Path) -> Path:
-    """Where to write a folder that replaces `target`: `target` itself when it is absent or empty,
-    else a fresh `.NAME.next` beside it (`swap_in` puts it in place at the end), so an interrupted
-    rewrite leaves the old folder whole."""
+def staging_for(target: str | Path, markers: tuple[str, ...] = ("manifest.json", "results.json", "run.json")
+                ) -> Path:
+    """Where to write a folder that replaces `target`: a fresh `.NAME.next` beside it when `target`
+    holds an earlier output (one of `markers`), so an interrupted rewrite leaves the old folder whole
+    (`swap_in` puts the new one in place at the end); else `target` itself (absent, empty, or a
+    folder of the user's that is not an output: never replaced, its other files are kept)."""
     target = Path(target)
-    if not target.is_dir() or target.is_symlink() or not any(os.scandir(target)):
+    if not target.is_dir() or target.is_symlink() or not any(os.path.lexists(target / m) for m in markers):
         return target
     stage = target.with_name(f".{target.name}.next")
     if os.path.lexists(stage):  # what an interrupted earlier rewrite left

@@ -149,3 +149,13 @@ def test_an_interrupted_rerun_leaves_the_old_bundle_whole(made, tmp_path, monkey
     assert cli.main(["run", str(spec), "--out", str(out), "--quiet"]) == 0  # the leftover is cleared
     assert cli.main(["verify", str(out)]) == Exit.OK
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
+def test_a_run_into_a_folder_of_the_users_keeps_its_files(made, tmp_path):
+    """Only an earlier bundle is swapped out whole; a folder that is not one is written into, as before."""
+    spec = made.parent / "p" / "m.audit"
+    mine = tmp_path / "docs"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("keep me")
+    assert cli.main(["run", str(spec), "--out", str(mine), "--quiet"]) == 0
+    assert (mine / "thesis.tex").read_text() == "keep me" and (mine / "results.json").is_file()
