@@ -357,7 +357,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
               needed_by=need.by(("probe", p_name)))
 
     stat_ids = []
-    claim_memo: dict[tuple[str, int], tuple[dict, str]] = {}
+    claim_memo: dict[tuple[str, int], list] = {}
     refs_memo: dict[tuple[str, int], tuple[list[str], list[str], list[str]]] = {}
     for c in cells:
         refs = refs_memo.get((c.hypothesis, c.claim))
@@ -386,13 +386,19 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         # a comparison's readings may read different operators on different arms: each arm has its own
         deps = [d for d in deps if d in b.by_id]
         sid = f"statistic/{c.id}"
-        shared = claim_memo.get((c.hypothesis, c.claim))
-        if shared is None:  # one claim's statistic and test are shared by all its cells
+        # the cells of one claim usually share its statistic, test and axis: canonicalise each once (a claim
+        # over scorer pairs, `difference(θ for a, θ for b) for each scorer`, has one statistic per pair)
+        memo = claim_memo.setdefault((c.hypothesis, c.claim), [])
+        shared = next((sh for st, te, ax, sh in memo if st == c.statistic and te == c.test and ax == c.axis), None)
+        if shared is None:
             shared_obj = {"statistic": c.statistic.model_dump(mode="json"), "test": c.test.model_dump(mode="json"),
                           "axis": list(c.axis) if c.axis else None, "settings": stat_settings}
-            shared = claim_memo[(c.hypothesis, c.claim)] = (shared_obj, canonical(shared_obj))
+            shared = (shared_obj, canonical(shared_obj))
+            memo.append((c.statistic, c.test, c.axis, shared))
         own = {"cell": c.id, "hypothesis": c.hypothesis, "claim": c.claim, "scorer": c.scorer, "arm": c.arm,
                "arms": list(c.arms)}
+        if c.where:  # a claim about one stratum (absent otherwise: the same keys as before strata claims)
+            own["where"] = [list(w) for w in c.where]
         readings = ir.readings_of(c.statistic)
         if readings:  # difference/ratio: say how the two readings are resampled
             from scoreaudit.compiler.comparisons import static_pairing
@@ -550,6 +556,23 @@ def walk(plan: ExecutionPlan, handlers: Mapping[str, Handler]) -> None:
         handler = handlers[kind]
         if handler is not None:
             handler(unit)
+
+
+def cells_of(plan: ExecutionPlan) -> list[ir.CellIR]:
+    """The cells the plan's statistic steps compute, from their parameters (what the statistics engine
+    evaluates: a cell without a step is not computed), in plan order."""
+    out = []
+    for s in plan.steps:
+        if s.kind != "statistic":
+            continue
+        p = s.params
+        out.append(ir.CellIR(id=p["cell"], hypothesis=p["hypothesis"], claim=p["claim"], scorer=p["scorer"],
+                             arm=p.get("arm"), arms=tuple(p.get("arms") or ()),
+                             statistic=ir.StatCallIR.model_validate(p["statistic"]),
+                             test=ir.TestIR.model_validate(p["test"]),
+                             axis=tuple(p["axis"]) if p.get("axis") else None,
+                             where=tuple(tuple(w) for w in p.get("where") or ())))
+    return out
 
 
 def arm_work(plan: ExecutionPlan) -> dict[str, ArmStage]:

@@ -211,7 +211,8 @@ def _derived_seed(seed: int, k: int) -> int:
     return int(np.random.SeedSequence([int(seed) % (2**63), 0x5EED, k]).generate_state(1)[0])
 
 
-def robustness(ir: AuditIR, tables, cells_out: list[dict], progress: bool = False) -> None:
+def robustness(ir: AuditIR, tables, cells_out: list[dict], progress: bool = False,
+               cells_ir: list[CellIR] | None = None) -> None:
     """Same-sign (claims: same-outcome) rate of every cell over S derived seeds (run 0 = the audit seed)."""
     S = int(ir.settings.robustness)
     if S <= 1:
@@ -221,7 +222,7 @@ def robustness(ir: AuditIR, tables, cells_out: list[dict], progress: bool = Fals
     bar = _progress(progress, S - 1, "statistics: robustness seeds")
     for k in range(1, S):
         ctx = StatContext(ir, tables, seed=_derived_seed(ir.settings.seed, k))
-        again = evaluate_cells(ctx, ir.cells(), progress=False)
+        again = evaluate_cells(ctx, ir.cells() if cells_ir is None else cells_ir, progress=False)
         for i, c in enumerate(again):
             signs[i].append(np.sign(c["estimate"]) if np.isfinite(c["estimate"]) else np.nan)
             outs[i].append(c["outcome"])
@@ -333,12 +334,15 @@ def compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool = Fa
 
 
 def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
-             with_sections: bool) -> tuple[dict, dict[str, pa.Table], StatContext]:
-    """`compute`, with the derived tables as typed Arrow tables (what the bundle stores)."""
+             with_sections: bool, cells_ir: list[CellIR] | None = None) -> tuple[dict, dict[str, pa.Table], StatContext]:
+    """`compute`, with the derived tables as typed Arrow tables (what the bundle stores).
+
+    `cells_ir`: the cells to evaluate (the plan's statistic steps, `plan.cells_of`); None: the IR's."""
     ctx = StatContext(ir, tables)
-    cells = evaluate_cells(ctx, ir.cells(), progress=progress)
-    robustness(ir, tables, cells, progress=progress)
-    seed_robustness(ctx, ir.cells(), cells)  # generated arms: the estimate on each generation seed alone
+    cells_ir = ir.cells() if cells_ir is None else cells_ir
+    cells = evaluate_cells(ctx, cells_ir, progress=progress)
+    robustness(ir, tables, cells, progress=progress, cells_ir=cells_ir)
+    seed_robustness(ctx, cells_ir, cells)  # generated arms: the estimate on each generation seed alone
     vals = _validations(ctx)
     verd = _verdicts(ctx, vals)
     qualify(cells, verd)
@@ -402,6 +406,15 @@ def _exclusions(ctx: StatContext, runtime: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["arm", "image_id", "stage"], kind="stable", na_position="first").reset_index(drop=True)
 
 
+def _planned_cells(bundle: Path) -> list[CellIR] | None:
+    """The cells of the bundle's plan.json statistic steps (the plan is what runs); None without a plan."""
+    if not (bundle / "plan.json").is_file():
+        return None
+    from scoreaudit.compiler.plan import ExecutionPlan, cells_of
+
+    return cells_of(ExecutionPlan.model_validate(read_json(bundle / "plan.json")))
+
+
 def analyse(bundle_dir: Path, progress: bool = True) -> dict:
     """Read the bundle, compute everything, write results.json and derived tables; return the results."""
     bundle = Path(bundle_dir)
@@ -410,7 +423,7 @@ def analyse(bundle_dir: Path, progress: bool = True) -> dict:
     tables = read_tables(bundle)
     tables["_inputs"] = read_inputs(bundle, ir_dump)
     run_info = read_json(bundle / "run.json")
-    res, derived, ctx = _compute(ir, tables, progress, True)
+    res, derived, ctx = _compute(ir, tables, progress, True, cells_ir=_planned_cells(bundle))
     excl = _exclusions(ctx, tables["exclusions"])
     tdir = bundle / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
