@@ -178,6 +178,13 @@ def render(bundle: str | Path, formats=None, progress: bool = False) -> list[Pat
     return _render(Path(bundle), formats=formats, progress=progress)
 
 
+def export(bundle: str | Path, kind: str) -> Path:
+    """The cells' outcomes as report.tex (a booktabs table) or report.md (a Markdown summary) in the bundle."""
+    from scoreaudit.reports.export import export as _export
+
+    return _export(Path(bundle), kind)
+
+
 # ---------------------------------------------------------------- the rest of the command line's needs
 
 

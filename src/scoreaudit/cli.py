@@ -231,14 +231,14 @@ def cmd_report(args) -> int:
         raise UsageError(f"unknown report format(s) {', '.join(map(safe_text, unknown))}: use --formats html, pdf "
                          "or html,pdf")
     if args.export:  # a paper's table or a model card's summary, from the same cells as the HTML
-        from scoreaudit.reports.export import export
-
-        print(safe_text(str(export(Path(args.dir), args.export))))
+        print(safe_text(str(api.export(args.dir, args.export))))
         if formats is None:
             return Exit.OK
-    from scoreaudit.plainprogress import terminal
-
-    for p in api.render(args.dir, formats=formats, progress=not args.quiet and terminal(sys.stderr)):
+    try:
+        on_terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        on_terminal = False
+    for p in api.render(args.dir, formats=formats, progress=not args.quiet and on_terminal):
         print(safe_text(str(p)))
     return Exit.OK
 
