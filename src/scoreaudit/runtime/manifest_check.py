@@ -54,7 +54,6 @@ def outside_paths(arm, spec_dir: Path, root: Path | None) -> list[Diagnostic]:
 def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -> list[Diagnostic]:
     """Column diagnostics (and W0620) for every arm whose manifest exists."""
     from scoreaudit.runtime.columns import required_columns
-    from scoreaudit.runtime.images import load_manifest
 
     spec_path = Path(spec_path)
     spec_dir = spec_path.resolve().parent
@@ -71,6 +70,10 @@ def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -
             continue
         if not (spec_dir / manifest).is_file():
             continue
+        # only now: the loader brings polars, pandas and pyarrow, which a spec whose manifests do not
+        # exist yet (the light path of `check` and the language server) never needs
+        from scoreaudit.runtime.images import load_manifest
+
         # the run's loader with the run's policy: a manifest without rows stops the run (E0705), and under
         # `on_error: fail` so does a row without an id or path (E0708); image files may arrive after the
         # check, so what their absence causes (E0704, an arm whose every row lacks its file) stays the run's,
