@@ -161,3 +161,28 @@ def test_bca_interval_of_overflowing_replicates_is_undefined_not_a_crash():
     with np.errstate(all="ignore"):
         lo, hi = e.interval(0.9)
     assert np.isnan(lo) and np.isnan(hi)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ("size: 1024", "size: 1000000000", "each side must be between 8 and 8192 pixels, not 1000000000"),
+    ("size: 1024", "size: [512, 0]", "not 0"),
+    ("size: 1024", "size: [512, 512, 3]", "give one side or [height, width]"),
+    ("guidance: 7.0", "guidance: 1e300", "less than or equal to 1000"),
+    ("lr: 5.0", "lr: 1e300", "less than or equal to 1000000"),
+])
+def test_generation_numbers_a_pipeline_cannot_compute_are_refused(tmp_path, old, new, needle):
+    """`size: 1000000000` (a 10^18-pixel latent), a guidance or learning rate of 1e300 (NaN images) passed check."""
+    import shutil
+
+    shutil.copytree(EXAMPLES / "prompts", tmp_path / "prompts")
+    text = (EXAMPLES / "generated.audit").read_text(encoding="utf-8")
+    assert old in text
+    spec = tmp_path / "g.audit"
+    spec.write_text(text.replace(old, new, 1), encoding="utf-8")
+    errs = [d for d in api.check(str(spec)).diagnostics if d.is_error]
+    assert errs and all(d.code == "E0303" for d in errs) and needle in errs[0].message, errs
+    spec.write_text(text.replace("size: 1024", "size: [512, 768]"), encoding="utf-8")
+    assert not [d for d in api.check(str(spec)).diagnostics if d.is_error]

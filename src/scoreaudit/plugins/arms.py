@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from scoreaudit.registry import ColumnValue, Params, Ref, arms
 
@@ -83,6 +83,22 @@ class TemplateValue(Params):
     factors: dict[str, list[str] | PromptColumn]
 
 
+# Generated images' sides and guidance, bounded where a pipeline can still compute (issue 27): `size: 1000000000`
+# passed check and asked the pipeline for a 10^18-pixel latent; a non-finite guidance makes every image NaN.
+def _image_size(v: int | list[int]) -> int | list[int]:
+    sides = [v] if isinstance(v, int) else list(v)
+    if not isinstance(v, int) and len(sides) != 2:
+        raise ValueError(f"give one side or [height, width], not {len(sides)} numbers")
+    for side in sides:
+        if not 8 <= side <= 8192:
+            raise ValueError(f"each side must be between 8 and 8192 pixels, not {side}")
+    return v
+
+
+ImageSize = Annotated[int | list[int], AfterValidator(_image_size)]
+Guidance = Annotated[float, Field(ge=-1000, le=1000)]
+
+
 class GenerateParams(Params):
     # A local folder (relative to the spec's folder) or a Hugging Face id already in the local cache.
     pipeline: str
@@ -90,8 +106,8 @@ class GenerateParams(Params):
     prompts: Annotated[str | TemplateValue, Ref("prompts")]
     seeds: int | list[int] = 1  # n: seeds 0..n-1; a list: those seeds
     steps: int = Field(30, ge=1, le=1000)
-    guidance: float = 7.0
-    size: int | list[int] = 512  # one number (square) or [height, width]
+    guidance: Guidance = 7.0
+    size: ImageSize = 512  # one number (square) or [height, width]
     scheduler: Optional[str] = None  # a diffusers scheduler class name; None: the pipeline's own
     negative_prompt: Optional[str] = None
     revision: Optional[str] = None  # a Hugging Face revision (a cached snapshot)

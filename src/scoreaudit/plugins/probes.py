@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Optional, Sequence
 import numpy as np
 from pydantic import Field, field_validator
 
-from scoreaudit.plugins.arms import TemplateValue
+from scoreaudit.plugins.arms import Guidance, ImageSize, TemplateValue
 from scoreaudit.registry import Params, Ref, probe_measures, probes
 
 
@@ -34,13 +34,13 @@ class RenoParams(Params):
     prompts: Annotated[str | TemplateValue, Ref("prompts")]
     measures: Annotated[list[ProbeMeasureValue], Ref("probe_measure")] = Field(min_length=1)
     iterations: int = Field(50, ge=1, le=10_000)
-    lr: float = Field(5.0, gt=0)
+    lr: float = Field(5.0, gt=0, le=1e6)
     direction: Literal["maximize", "minimize"] = "maximize"
     seeds: int | list[int] = 1  # n: seeds 0..n-1; a list (or `0..3`): those seeds
     regulariser: float = Field(0.01, ge=0)  # weight of the noise-norm regulariser (0: none)
     grad_clip: float = Field(0.1, gt=0)  # largest gradient norm per step
-    size: int | list[int] = 512  # one number (square) or [height, width]
-    guidance: float = 0.0  # classifier-free guidance of the one step (turbo models: 0)
+    size: ImageSize = 512  # one number (square) or [height, width]
+    guidance: Guidance = 0.0  # classifier-free guidance of the one step (turbo models: 0)
     # the one step's timestep (default: the scheduler's one-step timestep; PixArt-α DMD: 400)
     timestep: Optional[int] = Field(None, ge=0, le=999)
     negative_prompt: Optional[str] = None
