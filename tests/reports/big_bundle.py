@@ -42,7 +42,7 @@ def big_bundle(out: Path, real: int = 400, prompts: int = 100, per_prompt: int =
     reasons = ("no face detected", "image could not be decoded (truncated file)",
                "skin region smaller than 1% of the image")
     rows = [{"arm": "real" if k % 2 else "synthetic", "image_id": f"x{k:05d}", "row": 10_000 + k,
-             "stage": "regions" if k % 3 else "decode", "reason": reasons[k % 3]} for k in range(excluded)]
+             "stage": "region" if k % 3 else "decode", "reason": reasons[k % 3]} for k in range(excluded)]
     tables["exclusions"] = pd.DataFrame(rows, columns=["arm", "image_id", "row", "stage", "reason"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(exist_ok=True)

@@ -121,7 +121,7 @@ def test_one_number_style_and_complete_sentences(big_bundle_dir):
     assert comps
     for c in comps:
         s = c["sentence"]
-        assert re.search(r"\] \(\d+% CI\), p (=|<) [\d.]+, q (=|<) [\d.]+ \(claim: ", s), s
+        assert re.search(r"\] \(\d+% CI(; [^)]*\)?)?\), p (=|<) [\d.]+, q (=|<) [\d.]+ \(claim: ", s), s
 
 
 def test_appendix_says_how_to_reproduce_the_bundle(big_bundle_dir):

@@ -19,7 +19,7 @@ def test_thousands_of_exclusions_are_a_few_rows_by_reason(tmp_path):
     res = json.loads((d / "results.json").read_text())
     reasons = ["no face detected", "image could not be decoded", "skin region too small"]
     res["exclusions"] = [{"arm": "real" if k % 4 else "synthetic", "image_id": f"img{k:05d}", "row": k + 1,
-                          "stage": "regions", "reason": reasons[k % 3]} for k in range(6000)]
+                          "stage": "region", "reason": reasons[k % 3]} for k in range(6000)]
     (d / "results.json").write_text(json.dumps(res))
     render(d, formats=["html"])
     html = (d / "report.html").read_text()

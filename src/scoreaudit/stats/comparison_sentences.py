@@ -45,13 +45,15 @@ def _q(q: Optional[float]) -> str:
     return numfmt.peq(q, "q") if q is not None and math.isfinite(q) else "q undefined"
 
 
-def _stated(cell: dict, ci: str, qtext: Callable[[Optional[float]], str]) -> str:
+def _stated(cell: dict, ci: str, qtext: Callable[[Optional[float]], str], how: str = "") -> str:
     """What every cell sentence states after its estimate and interval: the interval's level, p, q, the claim
     (as the other statistics' sentences do): ` [lo, hi] (90% CI), p = 0.003, q = 0.011 (claim: ...)`."""
     from scoreaudit import numfmt
 
     level = cell.get("ci_level")
-    parts = [f"{ci} ({numfmt.num(100 * level, 2)}% CI)" if ci and isinstance(level, (int, float)) else ci]
+    test = f"; {how}" if how else ""
+    parts = [f"{ci} ({numfmt.num(100 * level, 2)}% CI{test})" if ci and isinstance(level, (int, float))
+             else ci + (f" ({how})" if how else "")]
     p = cell.get("p")
     tail = (", " + numfmt.peq(p, "p")) if isinstance(p, (int, float)) and math.isfinite(p) else ""
     tail += ", " + qtext(cell.get("q"))
@@ -104,10 +106,10 @@ def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] 
         ci = f" [{num(lo, False)}, {num(hi, False)}]"  # bounds as every interval prints them (a sign only if negative)
     est = num(cell.get("estimate"), not ratio)
     test = d.get("test")
-    how = f" ({test})" if test and test != "bootstrap" else ""
+    how = test if test and test != "bootstrap" else ""
     if ratio:
         return f"{lead}, {a_text} is {est}\u00d7 {b_text}{_stated(cell, ci, qtext)}: {outcome}."
-    return f"{lead}, {a_text} minus {b_text} is {est}{how}{_stated(cell, ci, qtext)}: {outcome}."
+    return f"{lead}, {a_text} minus {b_text} is {est}{_stated(cell, ci, qtext, how)}: {outcome}."
 
 
 def _lead(cell: dict) -> str:
