@@ -162,3 +162,10 @@ def test_each_within_image_cell_names_the_images_that_move_it_most(big_bundle_di
     # a cross-image cell (no operator) has no such line
     j = next(j for j, c in enumerate(res["cells"]) if c["statistic"] == "pairwise_accuracy")
     assert "Moved most" not in re.search(rf'id="cell-{j + 1}">(.*?)</li>', page, re.S).group(1)
+
+
+def test_number_sources_name_each_scorer_of_a_comparison_once():
+    from scoreaudit.reports.sections.appendix import sources
+
+    rows = sources({"cells": [{"scorer": "ir:laion", "arm": "wide"}, {"scorer": "laion", "arm": "wide"}]})
+    assert [(r["name"], r["arm"]) for r in rows] == [("ir", "wide"), ("laion", "wide")]  # never "ir:laion"

@@ -108,7 +108,8 @@ def sources(r: dict) -> list[dict]:
     without either, scoreaudit computed the scores itself.
     """
     entries = [e for e in (r.get("precomputed") or []) if isinstance(e, dict)]
-    pairs = sorted({(c["scorer"], a) for c in (r.get("cells") or []) if c.get("scorer")
+    pairs = sorted({(scorer, a) for c in (r.get("cells") or []) if c.get("scorer")
+                    for scorer in str(c["scorer"]).split(":") if scorer  # a comparison's `ir:laion`: two scorers
                     for a in (c.get("arms") or [c.get("arm")]) if a})
     rows = []
     for scorer, arm in pairs:
