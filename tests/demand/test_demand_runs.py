@@ -95,3 +95,19 @@ def test_a_hypothesis_that_reads_pixels_still_needs_the_files(tmp_path, capsys, 
     assert "pixels" not in decode["rated"]
     assert cli.main(["run", "a.audit", "--out", "out", "--device", "cpu", "--quiet"]) != Exit.OK
     assert "r0.png" in capsys.readouterr().err  # the missing files are named
+
+
+def test_an_arm_nothing_reads_is_warned_about_and_never_read(tmp_path, capsys, monkeypatch):
+    """W0540 at check; the run neither opens its (missing) manifest nor lists it in the tables."""
+    _data(tmp_path)
+    spec = SPEC.replace('arm wide =', 'arm spare = images("data/spare", manifest: "data/spare.csv")\narm wide =')
+    (tmp_path / "a.audit").write_text(spec, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert cli.main(["check", "a.audit"]) == Exit.OK
+    err = capsys.readouterr().err
+    assert "warning[W0540]: arm `spare` is declared but nothing needs it" in err
+    assert cli.main(["run", "a.audit", "--out", "out", "--device", "cpu", "--quiet"]) == Exit.OK
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert "spare" not in run["counts"]["images"]
+    assert "spare.csv" not in capsys.readouterr().err

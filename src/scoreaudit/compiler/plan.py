@@ -33,6 +33,19 @@ from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_
 PLAN_SCHEMA_VERSION = 1
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 
+#: Who executes each step kind, and when (the plan's schema says so on `Step.kind`): the runtime's
+#: executor walks the plan (`walk`); what it hands to None is another component's, from the bundle.
+EXECUTED_BY: dict[str, str] = {
+    "generate": "executor, before the walk: generated arms are made first, then every manifest is checked",
+    "decode": "executor (an arm's per-image steps stream together, one ArmStage)",
+    "region": "executor (ArmStage)", "operator": "executor (ArmStage)", "measure": "executor (ArmStage)",
+    "score": "executor (ArmStage)",
+    "probe": "executor, in plan order",
+    "select": "statistics engine (best-of-n from the score tables), from the bundle's plan.json",
+    "statistic": "statistics engine: one cell per step (plan.cells_of), from the bundle's plan.json",
+    "report": "report renderer, from results.json",
+}
+
 StepKind = Literal["generate", "decode", "region", "operator", "measure", "score", "select", "probe", "statistic",
                    "report"]
 
@@ -43,7 +56,7 @@ class Step(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
-    kind: StepKind
+    kind: StepKind = Field(description="Who runs it: " + "; ".join(f"{k}: {v}" for k, v in EXECUTED_BY.items()))
     key: str
     plugin: Optional[str] = None
     version: Optional[str] = None
@@ -225,7 +238,9 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         base_dir = Path(audit.source_path).parent
     base = Path(base_dir) if base_dir is not None else None
     b = _Builder()
-    images = {name: count_images(arm, base) for name, arm in audit.arms.items()}
+    need = demand(audit)
+    wanted = {w[1] for w in need.needs if len(w) > 1}  # arms some work reads (others are not opened)
+    images = {name: count_images(arm, base) if name in wanted else None for name, arm in audit.arms.items()}
     regions = _region_order(audit)
     settings = audit.settings.model_dump(mode="json")
     stat_settings = {k: settings[k] for k in ("seed", "bootstrap", "scale", "test", "ci", "robustness", "max_groups")}
@@ -239,7 +254,6 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
         params = {"name": m_name, "role": m.role if m else "builtin", **params}
         measure_specs.append((m_name, plugin, version, params, canonical(params), m.region if m is not None else None))
 
-    need = demand(audit)
     for arm_name, arm in audit.arms.items():
         n = images[arm_name]
         decode_deps: list[str] = []
@@ -426,6 +440,9 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
             if s.kind == "score" and s.params.get("scorer") == s_name:
                 total = None if total is None or s.forward_passes is None else total + s.forward_passes
         forward[s_name] = total
+    read = {s.arm for s in b.steps if s.kind == "decode"}  # an arm nothing reads has no steps and no count
+    images = {a: n for a, n in images.items() if a in read}
+    variants = {a: k for a, k in variants.items() if a in read}
     fingerprint = hash_value({"schema": PLAN_SCHEMA_VERSION, "algo": KEY_ALGO,
                               "steps": [[s.id, s.key] for s in b.steps]})
     return ExecutionPlan(fingerprint=fingerprint, steps=b.steps, images=images,

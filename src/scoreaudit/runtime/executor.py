@@ -459,6 +459,14 @@ def _arm_plan(ir: AuditIR, work: ArmStage, slots: dict[str, ScorerSlot], specs: 
             [s for s in specs if s.name in work.measures and (arm, s.name) not in given["measures"]])
 
 
+def planned_arms(ir: AuditIR, plan: Any) -> AuditIR:
+    """The IR with only the arms the plan has steps for (a declared arm nothing reads is not work)."""
+    work = arm_work(plan)
+    if all(n in work for n in ir.arms):
+        return ir
+    return ir.model_copy(update={"arms": {n: a for n, a in ir.arms.items() if n in work}})
+
+
 def pixel_free_arms(plan: Any, ir: AuditIR) -> set[str]:
     """Arms the plan decodes none of: every score they need is read from data, or nothing reads them."""
     work = arm_work(plan)
@@ -479,6 +487,37 @@ def _memos(ir: AuditIR, stage: ArmStage, slots: list[ScorerSlot], specs: list[Me
              "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
              "max_pixels": manifest.max_pixels, "seed": ir.settings.seed}
     return Memos(stage.arm, memo_arm_key(stage, extra), regions.columns, manifest.base_dir)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What `run` and `plan --cache` both read before any work (`prepare`): the manifests, the
+    precomputed tables, what those provide and the device the scorers will run on."""
+
+    manifests: dict[str, ManifestResult]
+    pre: TableSet
+    given: dict[str, set[tuple[str, str]]]
+    device: str
+
+
+def prepare(ir: AuditIR, plan: Any, spec_dir: Path, root: Path | None, device: str, *,
+            trusted: set[str] = frozenset(), known: dict[str, dict] | None = None) -> Prepared:
+    """The one run set-up (shared by `run` and `plan --cache`, so the cache status is the run's):
+    every manifest (E07xx) and table (E080x) checked, then the device resolved for the scorers
+    that will compute somewhere (a probe's scorer included)."""
+    manifests = load_manifests(ir, spec_dir, root, trusted=trusted, known=known,
+                               pixel_free=pixel_free_arms(plan, ir))
+    pre = load_precomputed(ir, spec_dir, manifests, root)
+    given = provided(pre)
+    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"])
+                                                        | set(probed_scorers(ir)))))
+    return Prepared(manifests, pre, given, dev)
+
+
+def scorer_slots(ctx: RunContext) -> dict[str, ScorerSlot]:
+    """A slot per scorer that computes (a table-only scorer, `precomputed()`, never gets one: its
+    factory cannot build it)."""
+    return {s.name: ScorerSlot(ctx, s) for s in ctx.ir.scorers.values() if not is_table_only(ctx.ir, s.name)}
 
 
 def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | None = None,
@@ -502,16 +541,15 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
         return None
     root = None if allow_outside else spec_dir
     stores = _store_status(ir, spec_dir, cache_path, device, allow_outside)  # generated images and probe trajectories
+    ir = planned_arms(ir, plan)
     ir = ir.model_copy(update={"arms": {n: a for n, a in ir.arms.items() if not is_generated(a)}})
-    manifests = load_manifests(ir, spec_dir, root, pixel_free=pixel_free_arms(plan, ir))
-    pre = load_precomputed(ir, spec_dir, manifests, root)
-    given = provided(pre)
-    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"]))))
+    prep = prepare(ir, plan, spec_dir, root, device)
+    manifests, pre, given, dev = prep.manifests, prep.pre, prep.given, prep.device
     cache = Cache(cache_path, readonly=True)
     try:
         ctx = RunContext(ir=ir, cache=cache, log=None, tables=Tables(), progress=Progress(False), device=dev,
                          spec_dir=spec_dir)
-        slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
+        slots = scorer_slots(ctx)
         specs = measure_specs(ir)
         work = arm_work(plan)
         images: dict[str, list[int]] = {}
@@ -621,6 +659,7 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
     probed: dict = {}
     probe_rows: list = []
     spec_ir = ir  # the bundle keeps the spec's IR (generated arms as written), not the run's stand-in arms
+    ir = planned_arms(ir, plan)  # an arm the plan has no step for is neither generated, read nor checked
     if any(is_generated(a) for a in ir.arms.values()):  # generated arms become images arms of their files
         gen_dev = resolve_device(device, True)
         check_output_dir(out_dir)  # before the generated images are written into it (no links followed)
@@ -634,13 +673,9 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
             conn.release_generators()
             notes.extend(conn.notes)
     known = known_probes(cache_path, {n: _max_pixels(a) for n, a in ir.arms.items()})
-    manifests = load_manifests(ir, spec_dir, root, trusted=set(generated), known=known,
-                               pixel_free=pixel_free_arms(plan, ir))
-    pre = load_precomputed(ir, spec_dir, manifests, root)
+    prep = prepare(ir, plan, spec_dir, root, device, trusted=set(generated), known=known)
+    manifests, pre, given, dev = prep.manifests, prep.pre, prep.given, prep.device
     stat_inputs = read_stat_inputs(ir, spec_dir, root)
-    given = provided(pre)
-    dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"])
-                                                        | set(probed_scorers(ir)))))
     from scoreaudit.runtime.tensor_steps import resolve_tensor_path
 
     on_device, tensor_note = resolve_tensor_path(tensor_path, dev, executor)
@@ -667,8 +702,7 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
                                                                      "files": {k: list(v) for k, v in m.probed.items()}})
     backend: Any = LocalBackend()
     try:
-        # a table-only scorer (`precomputed()`) never gets a slot: its factory cannot build it
-        slots = {s.name: ScorerSlot(ctx, s) for s in ir.scorers.values() if not is_table_only(ir, s.name)}
+        slots = scorer_slots(ctx)
         specs = measure_specs(ir)
         region_steps: dict[tuple[str, ...], RegionSteps] = {}
 
@@ -709,9 +743,15 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
                                                allow_outside=allow_outside)
                 probe_rows.extend(rows)
 
-            walk(plan, {"arm": run_arm, "probe": run_probe_step,
-                        "generate": None,  # generated arms were materialised before the manifests were read
-                        "select": None, "statistic": None, "report": None})  # the statistics engine's and the report's
+            def generated_before(step) -> None:
+                """Generate steps ran before the walk (every manifest is checked before any other work)."""
+                if step.params["arm"] not in generated:
+                    raise RuntimeError(f"plan step {step.id} was not materialised before the walk")
+
+            walk(plan, {"arm": run_arm, "probe": run_probe_step, "generate": generated_before,
+                        # select, statistic and report steps are the statistics engine's and the report's: they
+                        # run from the bundle's plan.json after the tables are written (plan.EXECUTED_BY)
+                        "select": None, "statistic": None, "report": None})
             if ir.probes:
                 from scoreaudit.runtime.probe import write_probe_thumbnails
 
