@@ -186,3 +186,15 @@ def test_generation_numbers_a_pipeline_cannot_compute_are_refused(tmp_path, old,
     assert errs and all(d.code == "E0303" for d in errs) and needle in errs[0].message, errs
     spec.write_text(text.replace("size: 1024", "size: [512, 768]"), encoding="utf-8")
     assert not [d for d in api.check(str(spec)).diagnostics if d.is_error]
+
+
+def test_a_pairs_arm_counts_its_pairs_as_clusters(tmp_path, monkeypatch):
+    rows = "\n".join(f"p{i},a{i}.png,b{i}.png" for i in range(1000))
+    (tmp_path / "wide.csv").write_text("id,faithful,polished\n" + rows + "\n", encoding="utf-8")
+    spec = tmp_path / "w.audit"
+    spec.write_text('audit "w" { version: 1 seed: 1 bootstrap: 1000000000000 }\nscorer s = sharpness()\n'
+                    'arm wide = pairs("wide.csv", preferred: faithful, other: polished)\n'
+                    'hypothesis W "w" { pairwise_accuracy() > 0.5 on wide for each scorer }\n', encoding="utf-8")
+    errs = [d for d in api.check(str(spec)).diagnostics if d.code == "E0251"]
+    assert len(errs) == 1 and "1 arm(s) of 1000 clusters and 1 cell(s)" in errs[0].message, errs
+    assert _size(errs[0].message) == pytest.approx(limits.bootstrap_bytes(10 ** 12, [1000], 1), rel=0.01)

@@ -109,23 +109,16 @@ def _clusters(st, arm: str) -> int:
 
 
 def _pairs_rows(st, arm: str) -> Optional[int]:
-    """A pairs arm's clusters are its pairs: the rows of its table, when it lies inside the spec's folder."""
-    from pathlib import Path
+    """A pairs arm's clusters: its cluster column's values, else its pairs (the manifest's ids), when readable."""
+    from scoreaudit.compiler.comparisons import manifest_of
 
-    path = getattr(st, "path", "") or ""
-    rel = st.arms[arm].call.params.get("path")
-    if not isinstance(rel, str) or not path or path.startswith("<"):
+    man = manifest_of(st, arm)  # inside the spec's folder only; cached per version of the file
+    if man is None:
         return None
-    from scoreaudit.safeio import inside, read_regular
-
-    root = Path(path).resolve().parent
-    p = root / rel
-    try:
-        if not inside(p, root) or not p.is_file() or p.stat().st_size > 1 << 30:
-            return None
-        return max(0, read_regular(p).count(b"\n") - 1)  # a header line (an upper bound for quoted newlines)
-    except (OSError, ValueError):
-        return None
+    columns, values = man
+    a = st.arms[arm]
+    col = a.cluster or a.call.params.get("id", "id")
+    return len(values[col]) if isinstance(col, str) and col in columns else None
 
 
 def _numbers(node) -> list:
