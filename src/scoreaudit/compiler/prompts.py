@@ -139,7 +139,7 @@ def _read_text(base: Path, name: str, root: Path | None) -> str:
         raise PromptsOutside(f"'{name}' is outside the spec's folder ({root}); prompts are read only from "
                              "under it")
     try:
-        return read_regular(path).decode("utf-8-sig")
+        return read_regular(path, root=root).decode("utf-8-sig")  # the opened file itself contained
     except UnsafePath as exc:
         raise PromptsError(f"cannot read '{name}': it {exc.what}") from None
     except FileNotFoundError:

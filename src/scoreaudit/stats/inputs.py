@@ -36,7 +36,7 @@ def read_inputs(bundle: Path, ir_dump: dict) -> dict[str, pd.DataFrame]:
     for table in dict.fromkeys(table_params(ir_dump)):
         path = Path(bundle) / input_name(table)
         try:
-            data = read_regular(path)
+            data = read_regular(path, root=bundle)  # a bundle is read only inside itself
         except OSError:
             continue
         try:

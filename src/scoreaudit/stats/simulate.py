@@ -91,7 +91,7 @@ def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
             try:
                 if not inside(p, Path(spec_path).resolve().parent):  # the one containment check
                     raise ValueError("manifest outside the project folder")
-                buf = io.BytesIO(read_regular(p))  # never blocks on a FIFO
+                buf = io.BytesIO(read_regular(p, root=Path(spec_path).resolve().parent))  # never a FIFO, never out
                 df = pd.read_parquet(buf) if p.suffix == ".parquet" else pd.read_csv(buf)
                 col = arm.cluster
                 n_c = int(df[col].nunique()) if col and col in df else len(df)
