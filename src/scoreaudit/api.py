@@ -163,7 +163,7 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     if render_report:
         from scoreaudit.reports.render import render as _render
 
-        _render(work, update_manifest=False)  # the whole manifest is written next
+        _render(work, update_manifest=False, progress=progress)  # the whole manifest is written next
     from scoreaudit.reports.manifest import write_manifest
 
     write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`
