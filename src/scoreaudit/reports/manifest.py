@@ -45,12 +45,17 @@ def read_manifest(path: Path) -> dict[str, str] | None:
     """The `files` of a manifest.json, or None when it is absent, not a regular file or not a manifest."""
     from scoreaudit.safeio import loads_bounded, read_regular
 
+    import re
+
     try:
-        files = loads_bounded(read_regular(path).decode("utf-8"))["files"]
+        doc = loads_bounded(read_regular(path).decode("utf-8"))
+        files = doc["files"]
     except (OSError, ValueError, KeyError, TypeError):  # JSONTooDeep and UnicodeDecodeError are ValueErrors
         return None
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        return None
+    sha = re.compile(r"[0-9a-f]{64}")
+    if doc.get("algorithm", "sha256") != "sha256" or not isinstance(files, dict) or \
+            not all(isinstance(k, str) and isinstance(v, str) and sha.fullmatch(v) for k, v in files.items()):
+        return None  # not what `run` writes: nothing of it is kept or vouched for
     return dict(files)
 
 
