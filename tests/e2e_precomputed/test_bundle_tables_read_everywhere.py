@@ -80,7 +80,7 @@ def test_empty_tables_keep_typed_columns(tmp_path):
     ([1, 2.5], pa.float64()),
     ([True, None], pa.bool_()),
     ([["a"], None], pa.list_(pa.string())),
-    ([{"x": 1}, {"x": "a"}], pa.struct([("x", pa.string())])),  # a field of mixed kinds is JSON text
+    ([{"x": 1}, {"x": "a"}], pa.struct([("x", pa.string())])),  # a field of mixed kinds is text
 ])
 def test_unknown_columns_are_typed_by_what_they_hold(values, kind):
     t = rows_table([{"zz_new": v} for v in values])

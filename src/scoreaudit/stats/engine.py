@@ -65,7 +65,7 @@ def _cell_dict(cell: CellIR, est: Estimate, alpha: float) -> dict:
             "claim_text": cell.test.text, "test": cell.test.model_dump(mode="json"),
             "estimate": est.estimate, "ci_low": lo, "ci_high": hi, "ci_level": level,
             "p": cell_p(est, cell.test), "q": None, "outcome": None, "method": est.test_name_for(cell.test),
-            "se": est.se, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
+            "se": est.standard_error, "undefined": est.undefined, "axis": list(cell.axis) if cell.axis else None,
             "qualifier": None, "interval": est.family, "where": [list(w) for w in cell.where],
             "detail": _with_floor(dict(est.detail), est, cell), "_est": est}
 
@@ -353,14 +353,14 @@ def _compute(ir: AuditIR, tables: Mapping[str, pd.DataFrame], progress: bool,
                           for o in ("supported", "refuted", "inconclusive")}} for h in ir.hypotheses]
     derived: dict[str, pa.Table] = {}
     flat = [{k: clean(v) for k, v in c.items() if not k.startswith("_")} for c in cells]
-    derived["cells"] = rows_table(flat, columns=CELL_COLUMNS)
+    derived["cells"] = rows_table(flat, columns=CELL_COLUMNS, table="cells")
     for name, key in (("curves", "curves"), ("fi", "uniformity"), ("placebo", "placebo"), ("drift", "drift"),
                       ("transfer", "transfer"), ("strata", "strata")):
         if secs.get(key):
-            derived[name] = rows_table(clean(secs[key]))
+            derived[name] = rows_table(clean(secs[key]), table=name)
     if vals:
         derived["validity"] = rows_table([{k: v for k, v in r.items() if k != "checks"} | {
-            "checks": clean(r["checks"])} for r in vals])
+            "checks": clean(r["checks"])} for r in vals], table="validity")
     cr = _contrast_rows(ctx, cells)
     if cr:
         derived["contrasts"] = rows_table(cr)

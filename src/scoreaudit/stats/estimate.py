@@ -139,6 +139,21 @@ class Estimate:
             return "t (cluster-robust SE)" if self.df else "normal (Wald)"
         return {"wilcoxon": "Wilcoxon signed-rank", "fixed": "own test"}.get(self.method, str(self.method))
 
+    @property
+    def standard_error(self) -> float | None:
+        """The estimate's standard error, so every cell has one (cells.se): the model's own (`se`); else, for
+        the mean of per-cluster contrasts, their sd / √G (the t test's); else the bootstrap replicates'
+        standard deviation; None when the estimate is undefined or none of these exists."""
+        if self.undefined is not None or not np.isfinite(self.estimate):
+            return None
+        if self.se is not None:
+            return float(self.se) if np.isfinite(self.se) else None
+        c = None if self.contrasts is None else np.asarray(self.contrasts, dtype=float)
+        if c is not None and len(c) >= 2 and np.isclose(c.mean(), self.estimate, rtol=1e-9, atol=1e-12):
+            return float(c.std(ddof=1) / np.sqrt(len(c)))
+        b = self._finite_boot()
+        return float(b.std(ddof=1)) if len(b) >= 2 else None
+
     def with_ci(self, ci: str) -> "Estimate":
         from dataclasses import replace
 

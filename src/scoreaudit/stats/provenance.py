@@ -57,6 +57,8 @@ def lock_info(bundle: Path, run_info: dict) -> dict:
                 "hypotheses_sha256": None, "first_score_at": run_info.get("first_score_at"), "deviations": []}
     lock.setdefault("first_score_at", run_info.get("first_score_at"))
     lock.setdefault("deviations", [])
+    for key in ("path", "locked_at", "spec_sha256", "hypotheses_sha256"):  # results.json always has them
+        lock.setdefault(key, None)
     return lock
 
 
