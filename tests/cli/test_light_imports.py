@@ -41,10 +41,12 @@ print("\\nMODULES=" + json.dumps(sorted({m.split('.')[0] for m in sys.modules}))
 """
 
 
-def modules_after(code: str, *args: str) -> tuple[int, set[str], str]:
+def modules_after(code: str, *args: str, hub: Path | None = None) -> tuple[int, set[str], str]:
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "PYTHONPATH": str(ROOT / "src")}
+    if hub is not None:
+        env["HF_HUB_CACHE"] = str(hub)
     p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1",
-                            "PYTHONPATH": str(ROOT / "src")})
+                       env=env)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("MODULES=")), None)
     assert line is not None, p.stdout + p.stderr
     return p.returncode, set(json.loads(line[len("MODULES="):])), p.stdout + p.stderr
@@ -89,3 +91,26 @@ hypothesis H1 "x" { fidelity_index(light) > 0 on real }
     rc, mods, out = modules_after(CLI, "check", str(tmp_path / "a.audit"))
     assert "E0702" in out, out
     assert "polars" in mods  # it read the manifest
+
+
+def test_check_looks_up_weights_without_huggingface_hub_when_the_cache_lacks_the_repo(tmp_path):
+    """An empty hub cache: nothing to find, so huggingface_hub (~0.2 s of imports) is not imported; the
+    missing weights are still reported."""
+    rc, mods, out = modules_after(CLI, "check", "examples/skin_tone.audit", hub=tmp_path)
+    assert rc == 0, out
+    assert "huggingface_hub" not in mods
+    assert "weights" in out.lower()  # the readiness warning names what is missing
+
+
+def test_a_cached_file_is_still_found_through_huggingface_hub(tmp_path, monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    from scoreaudit.plugins.scorers.model_weights import find_in_hf_cache
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--org--name"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("abc123", encoding="utf-8")
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "w.bin").write_bytes(b"x")
+    assert find_in_hf_cache("org/name", "w.bin") == repo / "snapshots" / "abc123" / "w.bin"
+    assert find_in_hf_cache("org/other", "w.bin") is None

@@ -64,11 +64,14 @@ def find_in_hf_cache(repo: str, filename: str, revision: str = "main") -> Path |
     local_files_only=True)` does), on the cache folder `hf_cache_dir()` reads from the
     environment at each call (huggingface_hub freezes it at import).
     """
+    cache = hf_cache_dir()
+    if not (cache / f"models--{repo.replace('/', '--')}").is_dir():
+        return None  # huggingface_hub would find nothing either; not importing it keeps `check` light
     try:
         from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - light, no torch
     except ImportError:
         return None
-    found = try_to_load_from_cache(repo, filename, cache_dir=str(hf_cache_dir()), revision=revision)
+    found = try_to_load_from_cache(repo, filename, cache_dir=str(cache), revision=revision)
     return Path(found) if isinstance(found, str) and Path(found).is_file() else None
 
 
