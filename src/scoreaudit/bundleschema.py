@@ -238,8 +238,16 @@ def results_schema() -> dict:
     """spec/results.schema.json: results.json, schema_version 1 (stats/engine.py writes it)."""
     from scoreaudit.compiler.ir import ArmIR, Settings
 
+    from scoreaudit.compiler.plan import ExecutionPlan
+
     section_rows, sections = _sections()
-    counts = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
+    plan_fields = ExecutionPlan.model_json_schema(mode="serialization")["properties"]
+
+    def counts(field: str) -> dict:  # plan.json's own field: {name: count, or null when the plan cannot count}
+        out = {k: v for k, v in plan_fields[field].items() if k != "title"}
+        return {"description": "as plan.json: null where the plan could not count (e.g. a manifest it may not "
+                               "read before the run)", **out}
+
     gen = {"type": "object", "required": ["images", "denoising_steps"],
            "properties": {"images": {"type": ["integer", "null"], "minimum": 0},
                           "denoising_steps": {"type": ["integer", "null"], "minimum": 0}}}
@@ -347,7 +355,7 @@ def results_schema() -> dict:
                 "type": "object", "required": ["fingerprint", "steps", "images", "forward_passes"],
                 "properties": {
                     "fingerprint": {"type": ["string", "null"]}, "steps": {"type": "integer", "minimum": 0},
-                    "images": counts, "forward_passes": counts,
+                    "images": counts("images"), "forward_passes": counts("forward_passes"),
                     "generation": {"description": "Only with generated arms: per arm, the images to generate and "
                                                   "their denoising steps.",
                                    "type": "object", "additionalProperties": gen},
