@@ -571,6 +571,7 @@ def selections_pass(module: ast.Module, st: State) -> None:
 
 from scoreaudit.compiler.clusters import few_clusters_pass  # noqa: E402  (W0421 once the cells exist)
 from scoreaudit.compiler.unused import unused_pass  # noqa: E402  (W0540 once the cells exist)
+from scoreaudit.compiler.prompt_files import prompt_files_pass  # noqa: E402  (E0852: the run's prompts refusal)
 from scoreaudit.compiler.limits import limits_pass  # noqa: E402  (E0251: alpha vs bootstrap vs memory)
 
 
@@ -618,6 +619,7 @@ PASSES = (
     probes_pass,
     hypotheses_pass,
     unused_pass,
+    prompt_files_pass,
     few_clusters_pass,
     limits_pass,
     report_pass,

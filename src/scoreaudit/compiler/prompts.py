@@ -123,6 +123,10 @@ class PromptsError(Exception):
     help = "prompts files are relative to the spec's folder"
 
 
+class PromptsMissing(PromptsError):
+    """The file does not exist (yet): `check` passes, as for a missing manifest; the run refuses."""
+
+
 class PromptsOutside(PromptsError):
     """The file lies outside the spec's folder (symlinks followed) and `--allow-outside` was not given."""
 
@@ -143,7 +147,7 @@ def _read_text(base: Path, name: str, root: Path | None) -> str:
     except UnsafePath as exc:
         raise PromptsError(f"cannot read '{name}': it {exc.what}") from None
     except FileNotFoundError:
-        raise PromptsError(f"cannot read '{name}': no such file") from None
+        raise PromptsMissing(f"cannot read '{name}': no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PromptsError(f"cannot read '{name}': {exc}") from None
 
