@@ -111,3 +111,17 @@ def test_an_arm_nothing_reads_is_warned_about_and_never_read(tmp_path, capsys, m
     run = json.loads((tmp_path / "out" / "run.json").read_text())
     assert "spare" not in run["counts"]["images"]
     assert "spare.csv" not in capsys.readouterr().err
+
+
+def test_missing_files_name_what_needs_the_pixels(tmp_path, capsys, monkeypatch):
+    """When a claim needs pixels and the files are missing, the run's error says which steps and cells need them."""
+    _data(tmp_path)
+    spec = SPEC.replace("scorer judge", "operator light = lab_shift(channel: L) doses -5, 0, 5\nscorer judge") + (
+        'hypothesis F1 "light" {\n  fidelity_index(light) > 0 on rated for aesthetic\n}\n')
+    (tmp_path / "a.audit").write_text(spec, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert cli.main(["run", "a.audit", "--out", "out", "--device", "cpu", "--quiet"]) != Exit.OK
+    err = capsys.readouterr().err
+    assert "the plan decodes this arm's images for operator light" in err
+    assert "F1/aesthetic/rated" in err

@@ -237,7 +237,7 @@ def read_stat_inputs(ir: AuditIR, spec_dir: Path, root: Path | None) -> dict[str
                                     help="keep the table inside the spec's folder, or run with --allow-outside"))
             continue
         try:
-            out[input_name(table)] = read_regular(path)
+            out[input_name(table)] = read_regular(path, root=root)  # the opened file itself contained
         except FileNotFoundError:
             continue
         except UnsafePath as exc:
@@ -505,13 +505,53 @@ def prepare(ir: AuditIR, plan: Any, spec_dir: Path, root: Path | None, device: s
     """The one run set-up (shared by `run` and `plan --cache`, so the cache status is the run's):
     every manifest (E07xx) and table (E080x) checked, then the device resolved for the scorers
     that will compute somewhere (a probe's scorer included)."""
-    manifests = load_manifests(ir, spec_dir, root, trusted=trusted, known=known,
-                               pixel_free=pixel_free_arms(plan, ir))
+    try:
+        manifests = load_manifests(ir, spec_dir, root, trusted=trusted, known=known,
+                                   pixel_free=pixel_free_arms(plan, ir))
+    except DiagnosticError as exc:  # missing image files: say what in the plan needs the pixels
+        raise DiagnosticError([_with_pixel_needs(d, plan) for d in exc.diagnostics]) from None
     pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"])
                                                         | set(probed_scorers(ir)))))
     return Prepared(manifests, pre, given, dev)
+
+
+def pixel_needs(stage: ArmStage) -> list[str]:
+    """What in the plan decodes the arm's images: its regions, operators and measures, and the scorers
+    that compute (a score read from data needs no pixels)."""
+    from scoreaudit.registry import reads_data
+
+    out = []
+    for s in stage.steps:
+        if s.kind in ("region", "operator") or (s.kind == "measure" and s.params.get("role") != "builtin"):
+            out.append(f"{s.kind} {s.params.get('region') or s.params.get('operator') or s.params.get('name')}")
+        elif s.kind == "score" and s.plugin is not None and not reads_data(s.plugin):
+            out.append(f"scorer {s.params['scorer']}")
+    return list(dict.fromkeys(out))
+
+
+def _with_pixel_needs(d: Any, plan: Any) -> Any:
+    """An image-file error (E0704/E0705) of an arm, with a note naming what needs its pixels and which cells."""
+    import dataclasses
+    import re
+
+    if d.code not in ("E0704", "E0705"):
+        return d
+    m = re.search(r"arm '([^']+)'", d.message)
+    work = arm_work(plan)
+    if m is None or m.group(1) not in work:
+        return d
+    stage = work[m.group(1)]
+    needs = pixel_needs(stage)
+    cells = list(dict.fromkeys(c for s in stage.steps if s.kind != "decode" for c in s.needed_by if "/" in c))
+    if not needs:
+        return d
+    shown = ", ".join(cells[:4]) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
+    note = (f"the plan decodes this arm's images for {', '.join(needs[:6])}"
+            + (f" (needed by {shown})" if cells else "")
+            + "; an arm whose every score is read from data needs no image file")
+    return dataclasses.replace(d, notes=tuple(d.notes) + (note,))
 
 
 def scorer_slots(ctx: RunContext) -> dict[str, ScorerSlot]:
@@ -800,7 +840,9 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
         log.note(f"warning: {len(corrupt)} cached value(s) failed their checksum and were recomputed")
         import sys
 
-        print(f"warning: {len(corrupt)} cached value(s) in {cache_path} were corrupt "
+        from scoreaudit.diagnostics import safe_text
+
+        print(f"warning: {len(corrupt)} cached value(s) in {safe_text(str(cache_path))} were corrupt "
               "(checksum mismatch); their steps were recomputed and the values replaced", file=sys.stderr)
     counts = {"images": {a: images.get(a, 0) for a in ir.arms},
               "excluded": {a: len(excluded.get(a, ())) for a in ir.arms},
