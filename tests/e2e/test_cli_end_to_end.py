@@ -125,3 +125,18 @@ def test_verify_checks_the_pdf_too(bundle, tmp_path):
     (copy / "results.json").write_text(true)
     problems = verify(copy)
     assert any(p.startswith("report.pdf") and res["cells"][0]["id"] in p for p in problems), problems
+
+
+
+def test_plan_forward_passes_equal_the_runs(tmp_path):
+    """issue 26: `scoreaudit plan`'s forward passes per scorer are the score steps a first run computes."""
+    from plan_forward import assert_forward_passes_match
+
+    make_demo_data.build(tmp_path / "data" / "demo", n_real=4, n_prompts=2)
+    text = (ROOT / "examples" / "demo.audit").read_text().replace("formats: html, pdf", "formats: html")
+    (tmp_path / "demo.audit").write_text(text.replace("bootstrap: 2000", "bootstrap: 200"))
+    out = tmp_path / "out"
+    assert cli.main(["run", str(tmp_path / "demo.audit"), "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "run.json").read_text())["counts"]["excluded"] == {"real": 0, "synthetic": 0}
+    made = assert_forward_passes_match(tmp_path / "demo.audit", out)
+    assert all(n > 0 for n in made.values())

@@ -63,6 +63,9 @@ def test_example_runs_on_a_tiny_pipeline_in_the_hf_cache(tmp_path):
     spec = tmp_path / "generated.audit"
     spec.write_text(small)
     res = api.run(spec, out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False)
+    from plan_forward import assert_forward_passes_match  # issue 26: the plan's count is the run's
+
+    assert_forward_passes_match(spec, tmp_path / "out")
     assert len(list((tmp_path / "out" / "generated" / "gen").glob("*.png"))) == 2 * 5 * 2
     assert {c["hypothesis"] for c in res["cells"]} == {"G1", "G2", "P1", "P2"}
     gen_cells = [c for c in res["cells"] if c["hypothesis"] not in ("P1", "P2")]
