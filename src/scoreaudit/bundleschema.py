@@ -143,7 +143,9 @@ def _cell() -> dict:
             "test": {"description": "How the cell's estimate is judged: compiler.ir.TestIR.model_dump()",
                      **_model(TestIR)},
             "estimate": NUM, "ci_low": NUM, "ci_high": NUM,
-            "ci_level": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "ci_level": {"description": "1 - 2 alpha: the two-sided interval whose tails are the one-sided tests at "
+                                        "alpha (0, a point, when alpha is 0.5)",
+                         "type": ["number", "null"], "minimum": 0, "exclusiveMaximum": 1},
             "se": {"description": "standard error of the estimate (the model's, the contrasts' over clusters, or "
                                   "the bootstrap replicates' standard deviation); null when undefined or the "
                                   "statistic has no interval",
