@@ -572,6 +572,7 @@ def selections_pass(module: ast.Module, st: State) -> None:
 from scoreaudit.compiler.clusters import few_clusters_pass  # noqa: E402  (W0421 once the cells exist)
 from scoreaudit.compiler.unused import unused_pass  # noqa: E402  (W0540 once the cells exist)
 from scoreaudit.compiler.prompt_files import prompt_files_pass  # noqa: E402  (E0852: the run's prompts refusal)
+from scoreaudit.compiler.stat_tables import stat_tables_pass  # noqa: E402  (E0707/E0730: the run's table refusals)
 from scoreaudit.compiler.limits import limits_pass  # noqa: E402  (E0251: alpha vs bootstrap vs memory)
 
 
@@ -620,6 +621,7 @@ PASSES = (
     hypotheses_pass,
     unused_pass,
     prompt_files_pass,
+    stat_tables_pass,
     few_clusters_pass,
     limits_pass,
     report_pass,
