@@ -165,7 +165,8 @@ def _known_settings(settings, allowed: list[str], where: str, listing: str, st: 
 
 # setting → (valid?, what is valid, example): checked by `check`, so a bad value never reaches the run
 SETTING_RANGES: dict[str, tuple[Any, str, str]] = {
-    "alpha": (lambda v: 0 < v < 1, "between 0 and 1 (exclusive)", "0.05"),
+    # at most 0.5: a one-sided test at alpha is read off a (1 - 2 alpha) interval (spec/methods.md)
+    "alpha": (lambda v: 0 < v <= 0.5, "above 0 and at most 0.5 (claims are judged on (1 - 2 alpha) intervals)", "0.05"),
     "bootstrap": (lambda v: v >= 100, "at least 100 resamples", "2000"),
     "batch_size": (lambda v: v >= 1, "at least 1", "16"),
     "robustness": (lambda v: v >= 1, "at least 1", "1"),
