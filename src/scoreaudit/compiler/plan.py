@@ -16,7 +16,6 @@ formulas. Counts never enter keys or the fingerprint.
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Optional
@@ -24,6 +23,7 @@ from typing import Any, Callable, Literal, Mapping, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from scoreaudit.compiler import ir
+from scoreaudit.datafiles import folder_images, manifest_rows
 from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.demand import demand_of as demand
 from scoreaudit.compiler.reads import reads
@@ -31,7 +31,6 @@ from scoreaudit.registry import reads_data
 from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_value, sha256_text
 
 PLAN_SCHEMA_VERSION = 1
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 
 #: Who executes each step kind, and when (the plan's schema says so on `Step.kind`): the runtime's
 #: executor walks the plan (`walk`); what it hands to None is another component's, from the bundle.
@@ -96,29 +95,6 @@ class ExecutionPlan(BaseModel):
 # ---------------------------------------------------------------- image counts
 
 
-def manifest_rows(path: Path) -> Optional[int]:
-    """Records in a manifest file by its format: a JSON list counts its items, JSON lines its
-    non-blank lines, CSV/TSV its rows after the header, parquet its metadata (never text lines)."""
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).metadata.num_rows
-    if suffix in (".jsonl", ".ndjson"):
-        with path.open(encoding="utf-8-sig") as fh:
-            return sum(1 for line in fh if line.strip())
-    if suffix == ".json":
-        text = path.read_text(encoding="utf-8-sig")
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError:  # several values: one record per line
-            return sum(1 for line in text.splitlines() if line.strip())
-        return len(doc) if isinstance(doc, list) else None
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
-        return max(0, sum(1 for row in reader if row) - 1)
-
-
 def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
     """Images in an arm from its manifest (pairs: 2 per row), or None when it cannot be read cheaply."""
     if base is None:
@@ -146,7 +122,7 @@ def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
         folder = base / p.get("folder", "")
         if not inside(folder, base) or not folder.is_dir():  # outside: never listed (E0707)
             return None
-        return sum(1 for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+        return len(folder_images(folder))
     except (OSError, UnicodeDecodeError, ValueError, csv.Error):
         return None
 

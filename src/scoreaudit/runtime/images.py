@@ -69,8 +69,7 @@ from scoreaudit.runtime.manifest_frame import JSON_SUFFIXES, key_column, key_tex
 from scoreaudit.runtime.tablefile import inside as _inside
 from scoreaudit.safeio import UnsafePath, file_problem, open_regular, read_regular
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
+from scoreaudit.datafiles import folder_images
 
 
 # --------------------------------------------------------------------------- records
@@ -703,7 +702,7 @@ def _pixelfree_records(col: _Collector, arm, frame, values: Sequence[Mapping[str
 
 
 def _folder_rows(col: _Collector, folder: Path, spec_dir: Path) -> list[tuple[int, dict[str, Any]]]:
-    files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+    files = folder_images(folder)
     seen: dict[str, str] = {}
     rows = []
     for i, f in enumerate(files, start=1):

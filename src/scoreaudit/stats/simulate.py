@@ -57,7 +57,7 @@ def _manifest_rows(arm, spec_path: "Path | None") -> int | None:
     man = arm.call.params.get("manifest") or (arm.call.params.get("path") if arm.source == "pairs" else None)
     if not man or spec_path is None:
         return None
-    from scoreaudit.compiler.plan import manifest_rows
+    from scoreaudit.datafiles import manifest_rows
     from scoreaudit.safeio import inside
 
     p = Path(spec_path).parent / man
