@@ -213,6 +213,19 @@ def readings_of(call: StatCallIR) -> list[ReadingIR]:
     return [ReadingIR.model_validate(r) for r in call.params.get("readings") or ()]
 
 
+def table_params(node: Any):
+    """Every `table:` value of a statistic call anywhere in a dumped IR (or part of one)."""
+    if isinstance(node, dict):
+        params = node.get("params")
+        if "name" in node and isinstance(params, dict) and isinstance(params.get("table"), str):
+            yield params["table"]
+        for v in node.values():
+            yield from table_params(v)
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            yield from table_params(v)
+
+
 class TestIR(Frozen):
     """How a cell's estimate is judged (spec/methods.md: hypothesis outcomes).
 

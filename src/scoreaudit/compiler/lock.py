@@ -83,17 +83,7 @@ def region_text(expr) -> str:
     return f"({region_text(expr.left)}) {'&' if expr.op == 'and' else '|'} ({region_text(expr.right)})"
 
 
-def table_params(node: Any) -> Iterator[str]:
-    """Every `table:` value of a statistic call anywhere in a dumped IR (or part of one)."""
-    if isinstance(node, dict):
-        params = node.get("params")
-        if "name" in node and isinstance(params, dict) and isinstance(params.get("table"), str):
-            yield params["table"]
-        for v in node.values():
-            yield from table_params(v)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            yield from table_params(v)
+from scoreaudit.compiler.ir import table_params  # noqa: E402,F401  (defined beside the IR; used here and by the run)
 
 
 def data_paths(ir: irm.AuditIR) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 def stat_tables_pass(module, st) -> None:
-    from scoreaudit.compiler.lock import table_params
+    from scoreaudit.compiler.ir import table_params
     from scoreaudit.safeio import file_problem, inside
 
     path = getattr(st, "path", "") or ""
