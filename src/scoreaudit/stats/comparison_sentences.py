@@ -109,6 +109,10 @@ def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] 
     how = test if test and test != "bootstrap" else ""
     if ratio:
         return f"{lead}, {a_text} is {est}\u00d7 {b_text}{_stated(cell, ci, qtext)}: {outcome}."
+    if all(probes) and same_stat:  # two probe readings of one measure: the difference is in its unit
+        from scoreaudit.stats.probe_sentences import reading_unit, with_unit
+
+        est = with_unit(est, reading_unit(ra["statistic"], ra.get("params") or {}))
     return f"{lead}, {a_text} minus {b_text} is {est}{_stated(cell, ci, qtext, how)}: {outcome}."
 
 

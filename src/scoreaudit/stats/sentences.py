@@ -113,5 +113,10 @@ def cell_sentence(cell: dict) -> str:
     number = fmt.signed if signed(statistic) else fmt.num
     ci = fmt.ci(cell.get("ci_low"), cell.get("ci_high"))
     guard = "; the estimate lies on the wrong side of the threshold" if detail.get("not_supported") else ""
+    from scoreaudit.stats.probe_sentences import PROBE_STATISTICS, probe_phrase
+
+    if statistic in PROBE_STATISTICS:  # the measure and its unit, as every other cell names them
+        return (f"{where}, {scorer}'s {probe_phrase(cell, number, ci, _level(cell.get('ci_level')))}"
+                f"{_pq(cell)}{guard}{_tail(cell)}: {outcome}.")
     return (f"{where}, {scorer}'s {name} is {number(cell.get('estimate'))} {ci} "
             f"({_level(cell.get('ci_level'))}){_pq(cell)}{guard}{_tail(cell)}: {outcome}.")
