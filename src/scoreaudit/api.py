@@ -212,7 +212,10 @@ def format_source(source: str, path: str = "<input>"):
     return format_module(module), list(diags)
 
 
-DESCRIBE_KINDS = ("operators", "scorers", "statistics", "regions", "measures", "settings")
+DESCRIBE_KINDS = ("operators", "scorers", "statistics", "regions", "measures", "probes", "probe_measures", "arms",
+                  "settings")
+_KIND_REGISTRY = {"operators": "operator", "scorers": "scorer", "statistics": "statistic", "regions": "region",
+                  "measures": "measure", "probes": "probe", "probe_measures": "probe_measure", "arms": "arm"}
 
 
 def describe(name: str) -> str | None:
@@ -223,12 +226,13 @@ def describe(name: str) -> str | None:
 
 
 def describable(kind: str | None = None) -> dict[str, list[str]]:
-    """Names `describe` knows, by kind (`operators`, `scorers`, ..., `settings`)."""
+    """Names `describe` knows, by kind (`operators`, `scorers`, ..., `probes`, `probe_measures`, `arms` (the
+    arm sources), `settings`)."""
     from scoreaudit.compiler.describe import SETTING_DOCS
     from scoreaudit.registry import load_plugins
 
     reg = load_plugins()
-    out = {k: reg[k[:-1] if k != "statistics" else "statistic"].names() for k in DESCRIBE_KINDS if k != "settings"}
+    out = {k: reg[_KIND_REGISTRY[k]].names() for k in DESCRIBE_KINDS if k != "settings"}
     out["measures"] = sorted(set(out["measures"]) | set(reg["covariate"].names()))
     out["settings"] = sorted(SETTING_DOCS)
     return {k: out[k] for k in DESCRIBE_KINDS if kind in (None, k)}

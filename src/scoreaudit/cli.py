@@ -245,6 +245,14 @@ def cmd_report(args) -> int:
 
 def cmd_verify(args) -> int:
     mismatches, unchecked = api.verify_bundle(args.dir)
+    if getattr(args, "format", "text") == "json":  # {"ok", "mismatches", "unchecked"}; same exit codes
+        import json
+
+        status = Exit.MISMATCH if mismatches else (Exit.ENVIRONMENT if unchecked else Exit.OK)
+        print(json.dumps({"bundle": str(args.dir), "ok": status == Exit.OK, "status":
+                          {Exit.OK: "ok", Exit.MISMATCH: "mismatch", Exit.ENVIRONMENT: "incomplete"}[status],
+                          "mismatches": list(mismatches), "unchecked": list(unchecked)}, indent=2))
+        return status
     if mismatches:
         for m in mismatches:
             _err(f"mismatch: {safe_text(m)}")
@@ -391,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = command("verify", "recompute every reported number from the bundle's tables; exit 5 on a mismatch")
     s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
+    s.add_argument("--format", choices=["text", "json"], default="text",
+                   help="json: {bundle, ok, status, mismatches, unchecked} on stdout (exit codes as for text)")
     s.set_defaults(func=cmd_verify)
 
     s = command("lock", "pre-register: write FILE.lock (every outcome-changing item, UTC time)")
@@ -470,9 +480,8 @@ def _dispatch(args) -> int:
     except api.bundle_errors() as e:
         _err(f"error: {safe_text(str(e))}")
         return int(Exit.IO)
-    except BrokenPipeError:  # the reader went away (`scoreaudit plan --json | head`)
+    except BrokenPipeError:  # the reader went away (`scoreaudit plan --json | head`): end quietly, as `cat` does
         _quiet_stdout()
-        _err("error: output closed before everything was written (broken pipe)")
         return int(Exit.IO)
     except UnicodeDecodeError as e:
         _err(f"error: a file is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8")
