@@ -8,6 +8,8 @@ only place scoreaudit touches the network: `hf_hub_download` into the Hugging Fa
 
 from __future__ import annotations
 
+import re
+
 import difflib
 import json
 from dataclasses import asdict, dataclass, field
@@ -255,7 +257,38 @@ def render(reports: Sequence[ScorerFiles | FolderFiles]) -> str:
         lines.append("")
     ready = sum(r.ready for r in reports)
     lines.append(f"{ready} of {len(reports)} ready on this machine")
+    total = missing_total(reports)
+    if total is not None:
+        n, size, unknown = total
+        lines.append(f"missing: {n} file{'s' if n != 1 else ''}, about {_size(size)} to download"
+                     + (f" ({unknown} of unknown size)" if unknown else ""))
     return "\n".join(lines)
+
+
+_ABOUT = re.compile(r"about\s+([\d.]+)\s*(KB|MB|GB)", re.IGNORECASE)
+_SCALE = {"kb": 1e3, "mb": 1e6, "gb": 1e9}
+
+
+def about_bytes(about: str) -> int | None:
+    """A scorer's documented size ("about 3.9 GB", "a few KB") in bytes, or None when it gives none."""
+    m = _ABOUT.search(about or "")
+    if m:
+        return int(float(m.group(1)) * _SCALE[m.group(2).lower()])
+    return 5_000 if "few kb" in (about or "").lower() else None
+
+
+def missing_total(reports) -> tuple[int, int, int] | None:
+    """(missing files, their documented bytes, how many have no documented size) over every report,
+    each (repo, file) once; None when nothing is missing."""
+    seen: dict[tuple[str, str], int | None] = {}
+    for r in reports:
+        if isinstance(r, ScorerFiles) and not r.builtin and r.error is None and r.local is None:
+            for f in r.missing():
+                seen.setdefault((f.repo, f.names[0]), about_bytes(f.about))
+    if not seen:
+        return None
+    sizes = [v for v in seen.values() if v is not None]
+    return len(seen), sum(sizes), len(seen) - len(sizes)
 
 
 def _folder_lines(r: FolderFiles) -> list[str]:
