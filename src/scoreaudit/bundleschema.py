@@ -78,6 +78,15 @@ def _common_defs() -> dict:
 
     return {
         "num": NUM, "prob": PROB,
+        "command": {"description": "the command that reproduces the bundle, run from the spec's folder (shell "
+                                   "words; the output folder relative to it, or OUT when it lies outside; "
+                                   "runtime/reproduce.py). Absent in bundles written before it was recorded.",
+                    "type": "string", "pattern": "^scoreaudit run "},
+        "git": {"description": "the git checkout scoreaudit ran from: HEAD's commit and whether tracked files "
+                               "differed from it (null: git could not say); null when not run from a checkout.",
+                "type": ["object", "null"], "required": ["commit", "dirty"],
+                "properties": {"commit": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
+                               "dirty": {"type": ["boolean", "null"]}}},
         "count": {"type": "integer", "minimum": 0},
         "count_or_null": {"type": ["integer", "null"], "minimum": 0},
         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
@@ -285,7 +294,8 @@ def results_schema() -> dict:
                 "python": {"type": "string"}, "platform": {"type": "string"}, "device": {"type": "string"},
                 "packages": {"description": "{distribution name: version} of the packages installed",
                              "type": "object", "additionalProperties": {"type": "string"}},
-                "scorers": {"type": "object", "additionalProperties": _ref("scorer_provenance")}}},
+                "scorers": {"type": "object", "additionalProperties": _ref("scorer_provenance")},
+                "command": _ref("command"), "git": _ref("git")}},
         "arm": {"type": "object", "required": ["kind", "n_images", "n_clusters", "n_excluded"],
                 "properties": {"kind": {"enum": _literal(ArmIR, "kind")},
                                "source": {"enum": _literal(ArmIR, "source")},
@@ -430,6 +440,7 @@ def run_schema() -> dict:
             "precomputed": {"type": "array", "items": _ref("precomputed")},
             "generated": {"description": "only with generated arms (runtime/generation.py)", "type": "object"},
             "probes": {"description": "only with optimisation probes (runtime/probe.py)", "type": "object"},
+            "command": _ref("command"), "git": _ref("git"),
         },
         "$defs": defs,
     }

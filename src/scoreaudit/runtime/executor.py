@@ -857,6 +857,11 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
            "counts": counts, "warnings": warnings,
            "precomputed": provenance(pre, manifest_provenance(ir, spec_dir)),
            **({"generated": generated} if generated else {}), **({"probes": probed} if probed else {})}
+    from scoreaudit.runtime.reproduce import git_provenance, run_command  # what reproduces this bundle
+
+    run["command"] = run_command(spec_path, out_dir, device=device, executor=executor, tensor_path=tensor_path,
+                                 allow_outside=allow_outside)
+    run["git"] = git_provenance()
     write_atomic(out_dir / "run.json", json.dumps(run, indent=2, sort_keys=True) + "\n")
     return RunSummary(out_dir=out_dir, cache_path=cache_path, device=dev, tables=paths, first_score_at=first,
                       counts=counts, started_at=started, finished_at=finished)

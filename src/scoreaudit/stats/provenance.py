@@ -36,8 +36,14 @@ def environment(ir, run_info: dict) -> dict:
         info = run_scorers.get(name) or {}
         scorers[name] = {"plugin": info.get("plugin", s.call.plugin), "version": info.get("version", s.call.version),
                          "weights_sha256": info.get("weights_sha256")}
-    return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "device": run_info.get("device", "unknown"), "packages": package_versions(), "scorers": scorers}
+    env = {"python": sys.version.split()[0], "platform": platform.platform(),
+           "device": run_info.get("device", "unknown"), "packages": package_versions(), "scorers": scorers}
+    # what reproduces the bundle (run.json, runtime/reproduce.py): only when the run recorded it
+    if isinstance(run_info.get("command"), str):
+        env["command"] = run_info["command"]
+    if "git" in run_info:
+        env["git"] = run_info["git"] if isinstance(run_info["git"], dict) else None
+    return env
 
 
 def read_json(path: Path) -> dict:

@@ -56,12 +56,42 @@ def reproduce(ctx) -> dict:
     tool = r.get("tool") or {}
     spec = shown_path((r.get("spec") or {}).get("path") or "spec.audit")
     device = env.get("device") or (ctx.run or {}).get("device")
-    command = f"scoreaudit run {spec} --out OUT" + (f" --device {device}" if device and device != "unknown" else "")
-    commit = tool.get("git_commit") or tool.get("commit")
+    recorded = env.get("command")  # the run's own command line (run.json; runtime/reproduce.py)
+    command = _local_free(recorded) if isinstance(recorded, str) and recorded.startswith("scoreaudit run ") else (
+        f"scoreaudit run {spec} --out OUT" + (f" --device {device}" if device and device != "unknown" else ""))
+    out = _out_of(command)
+    git = env.get("git") if isinstance(env.get("git"), dict) else {}
+    commit = git.get("commit") or tool.get("git_commit") or tool.get("commit")
+    if commit and git.get("dirty"):
+        commit = f"{commit} (with uncommitted changes)"
     seeds = [(k, shown(settings.get(k))) for k in ("seed", "bootstrap", "robustness") if k in settings]
-    return {"command": command, "verify": "scoreaudit verify OUT", "version": shown(tool.get("version")),
+    return {"command": command, "verify": f"scoreaudit verify {out}", "version": shown(tool.get("version")),
             "commit": shown(commit) if commit else "not recorded by this run", "seeds": seeds,
-            "device": shown(device)}
+            "device": shown(device), "recorded": isinstance(recorded, str)}
+
+
+def _local_free(command: str) -> str:
+    """A recorded command with any absolute path replaced by its file name (the report names no local folders)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    return shlex.join(shown_path(w) if w.startswith(("/", "~")) or (len(w) > 2 and w[1] == ":") else w
+                      for w in words)
+
+
+def _out_of(command: str) -> str:
+    """The --out folder of a command, for the matching `verify` line (OUT when it has none)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return "OUT"
+    i = words.index("--out") + 1 if "--out" in words else 0
+    return shlex.quote(words[i]) if 0 < i < len(words) else "OUT"
 
 
 MANIFEST = "manifest columns"
