@@ -450,8 +450,10 @@ CATALOGUE: tuple[Code, ...] = (
          "Write whole numbers, the smaller first: `seeds: 0..4` (both ends included).",
          'arm gen = generate("pipe", prompts: "prompts.txt", seeds: 4..0)\n'),
     Code("E0855", "probe scorer has no gradient", "A probe optimises against its scorer's gradient, but the "
-         "scorer is classical, planted or precomputed: it has no differentiable path.",
-         "Use a model scorer (laion_aesthetic, pickscore, image_reward, hpsv2, clip_score).",
+         "scorer is planted, precomputed or a classical scorer other than incompressibility: it has no "
+         "differentiable path.",
+         "Use a model scorer (laion_aesthetic, pickscore, image_reward, hpsv2, clip_score) or incompressibility "
+         "(the distribution-free baseline).",
          'scorer sharp = sharpness()\nprobe p = reno(scorer: sharp, pipeline: "turbo", prompts: "p.txt", '
          'measures: [ita])\n'),
     Code("E0856", "unknown probe measure", "An entry of a probe's `measures:` is not a probe measure (or is listed "

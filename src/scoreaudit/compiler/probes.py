@@ -1,8 +1,8 @@
 """Optimisation probes: `probe NAME = reno(...)` declarations and the claims about them (spec/probes.md).
 
 Checks (codes in compiler/codes.py): the probe's scorer must have a
-differentiable path (E0855: classical, planted and precomputed scorers have
-none); every entry of `measures:` is a probe measure (E0856, with its own
+differentiable path (E0855: planted, precomputed and the classical scorers but
+`incompressibility` have none); every entry of `measures:` is a probe measure (E0856, with its own
 arguments bound like any plugin call); a probe statistic names a measure the
 probe records and, for `probe_shift`, one of its labels (E0857); a claim on a
 probe is evaluated for the probe's own scorer and on no arm (E0858).
@@ -47,8 +47,9 @@ def probes_pass(module: ast.Module, st) -> None:
                     if registry.REGISTRIES["scorer"].get(sc.call.plugin).fact("differentiable")]
             st.sink.emit("E0855", bound.arg_node("scorer").value if "scorer" in bound.args else d.call,
                          f"probe `{name}` optimises against scorer `{scorer}`, but `{plugin}` has no gradient "
-                         "(classical, planted and precomputed scorers are not differentiable)",
-                         f"use a model scorer (laion_aesthetic, pickscore, image_reward, hpsv2, clip_score)"
+                         "(planted, precomputed and classical scorers other than incompressibility are not differentiable)",
+                         f"use a model scorer (laion_aesthetic, pickscore, image_reward, hpsv2, clip_score) or "
+                         "incompressibility (the distribution-free baseline)"
                          + (f", e.g. `scorer: {diff[0]}`" if diff else ""))
             st.broken.add(name)
             continue

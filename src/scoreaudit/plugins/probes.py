@@ -72,7 +72,8 @@ class Reno:
     `grad_clip`, and the step size is `lr`. Every iteration's image (0 = the unoptimised image) gets its
     score and the probe's `measures`; `probe_drift` and `probe_shift` compare the last iteration with
     the first, one cluster per prompt. The scorer must expose a differentiable path (the model scorers
-    do; classical, planted and precomputed scorers are a compile error, E0855). The pipeline is loaded
+    do, and `incompressibility`, the distribution-free baseline; the other classical scorers, planted and
+    precomputed scorers are a compile error, E0855). The pipeline is loaded
     like a generated arm's (local folder or Hugging Face cache, never downloaded); every trajectory is
     cached by content, so a killed run resumes.
     """

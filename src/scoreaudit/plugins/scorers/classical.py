@@ -132,14 +132,23 @@ class Colourfulness(_Classical):
         return hasler_susstrunk(stack)
 
 
-@scorers.register("incompressibility", params=NoParams, version="1", needs_prompt=False, requires=())
+@scorers.register("incompressibility", params=NoParams, version="1", needs_prompt=False, requires=(),
+                  differentiable=True)
 class Incompressibility(_Classical):
     """Share of 8×8 block-DCT AC energy at high frequencies, u + v >= 8 (higher = more fine detail / noise).
 
     JPEG-style: BT.601 luma cut into 8×8 blocks, orthonormal DCT-II, energy
     pooled over blocks, DC excluded. 0 for a flat image, ≈ 0.444 (28/63) for
-    white noise; blur lowers it.
+    white noise; blur lowers it. Differentiable (`score_tensor`, the same
+    arithmetic in torch), so a probe can optimise it: the seed paper's
+    distribution-free baseline.
     """
 
     def _batch(self, stack: np.ndarray) -> np.ndarray:
         return high_frequency_share(luma601(stack))
+
+    def score_tensor(self, images, prompts=None):
+        """The score of (N, 3, H, W) images in 0..1 with gradients (plugins/scorers/classical_torch.py)."""
+        from scoreaudit.plugins.scorers.classical_torch import incompressibility_tensor
+
+        return incompressibility_tensor(images)
