@@ -316,6 +316,13 @@ def arms_pass(module: ast.Module, st: State) -> None:
                     continue
             prompts = p.get("prompts")
             factors = tuple(prompts["factors"]) if isinstance(prompts, dict) else ()
+            if p.get("score_prompt") is not None:
+                from scoreaudit.compiler.prompts import check_score_prompt
+
+                if not check_score_prompt(p["score_prompt"], factors, bound.arg_node("score_prompt").value, st.sink,
+                                          f"arm `{d.name.name}`"):
+                    st.broken.add(d.name.name)
+                    continue
             st.arms[d.name.name] = ir.ArmIR(name=d.name.name, call=plugin_call(bound), source="images",
                                             kind=p.get("kind", "synthetic"), cluster="cluster", factors=factors,
                                             label=d.label.value if d.label is not None else None)

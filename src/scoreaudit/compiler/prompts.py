@@ -35,6 +35,26 @@ def placeholders(template: str) -> list[str] | None:
     return list(dict.fromkeys(fields))
 
 
+def check_score_prompt(text: str, factors: tuple[str, ...], node: Any, sink: Sink, owner: str) -> bool:
+    """A generated arm's `score_prompt:` names only its template's factors (E0851 at the text otherwise)."""
+    fields = placeholders(text)
+    if fields is None:
+        sink.emit("E0850", node, f"the braces of `score_prompt:` of {owner} are malformed: placeholders are `{{name}}`",
+                  "write each placeholder as `{factor}` and double literal braces (`{{`)")
+        return False
+    unknown = [f for f in fields if f not in factors]
+    if unknown:
+        sink.emit("E0851", node, f"placeholder `{{{unknown[0]}}}` of `score_prompt:` of {owner} is not a factor "
+                  "of its template", f"use the template's factors ({', '.join(factors) or 'none'}) or plain text")
+        return False
+    return True
+
+
+def score_prompt_for(text: str | None, prompt: str, factors: dict) -> str:
+    """The prompt an image is scored with: its generation prompt, or `score_prompt` with its levels filled in."""
+    return prompt if text is None else text.format(**{k: str(v) for k, v in factors.items()})
+
+
 def _level(v: Any) -> str | None:
     if isinstance(v, ast.String):
         return v.value

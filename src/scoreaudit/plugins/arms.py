@@ -110,6 +110,9 @@ class GenerateParams(Params):
     size: ImageSize = 512  # one number (square) or [height, width]
     scheduler: Optional[str] = None  # a diffusers scheduler class name; None: the pipeline's own
     negative_prompt: Optional[str] = None
+    # The prompt the images are scored with: None = the generation prompt; else a text whose `{factor}`
+    # placeholders are filled with each image's template levels (e.g. the template without `{gender}`).
+    score_prompt: Optional[str] = None
     revision: Optional[str] = None  # a Hugging Face revision (a cached snapshot)
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     batch_size: int = Field(1, ge=1, le=256)

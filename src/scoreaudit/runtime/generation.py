@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
-from scoreaudit.compiler.prompts import PromptsError, cluster_of, expand_prompts, seed_list
+from scoreaudit.compiler.prompts import PromptsError, cluster_of, expand_prompts, score_prompt_for, seed_list
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -405,11 +405,13 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
     factors = list(arm.factors)
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(["id", "path", "prompt", "seed", "cluster", *factors, "key"])
+    score_prompt = arm.call.params.get("score_prompt")
+    extra = ["score_prompt"] if score_prompt is not None else []  # the prompt the scorers read (images_arm)
+    wr.writerow(["id", "path", "prompt", "seed", "cluster", *factors, "key", *extra])
     for j in jobs:
         _place(store_path(store, j.key), dest / f"{j.id}.png")
         wr.writerow([j.id, f"{j.id}.png", j.prompt, j.seed, j.cluster, *(j.factors.get(f, "") for f in factors),
-                     j.key])
+                     j.key, *([score_prompt_for(score_prompt, j.prompt, j.factors)] if extra else [])])
     tmp = dest / "manifest.csv.tmp"
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, dest / "manifest.csv")
@@ -442,7 +444,9 @@ def images_arm(arm: ArmIR, dest: Path) -> ArmIR:
                  call=PluginCall(plugin="images", version="1",
                                  params={"folder": str(dest.resolve()), "manifest": str((dest / "manifest.csv").resolve()),
                                          "kind": arm.kind, "cluster": "cluster", "factors": list(arm.factors),
-                                         "id": "id", "path": "path", "prompt": "prompt",
+                                         "id": "id", "path": "path",
+                                         "prompt": "prompt" if arm.call.params.get("score_prompt") is None
+                                         else "score_prompt",
                                          "on_error": arm.call.params.get("on_error")}))
 
 
