@@ -151,4 +151,4 @@ class Incompressibility(_Classical):
         """The score of (N, 3, H, W) images in 0..1 with gradients (plugins/scorers/classical_torch.py)."""
         from scoreaudit.plugins.scorers.classical_torch import incompressibility_tensor
 
-        return incompressibility_tensor(images)
+        return incompressibility_tensor(images, BT601, dct_matrix(), HIGH_FREQ_CUTOFF)
