@@ -434,7 +434,8 @@ CATALOGUE: tuple[Code, ...] = (
          'arm gen = generate("pipe", prompts: template(job: ["nurse"]), seeds: 2)\n'),
     Code("E0851", "template factors do not match", "A template placeholder has no factor, a factor does not "
          "appear in the text, is given twice, repeats a level, or is neither a list of levels nor "
-         '`column(NAME, "file.csv")`.', "Give every `{placeholder}` exactly one factor argument.",
+         '`column(NAME, "file.csv")`; or a `{placeholder}` of the arm\'s `score_prompt:` is not a factor of its '
+         "template.", "Give every `{placeholder}` exactly one factor argument.",
          'arm gen = generate("pipe", prompts: template("a photo of a {gender} {job}", gender: ["man", "woman"]))\n'),
     _r("E0852", "prompts unreadable", "A generated arm's prompts file (or a template's `column(NAME, \"file\")`) "
        "is missing, unreadable, lacks the column, or has no prompts.",
