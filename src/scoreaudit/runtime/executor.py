@@ -112,20 +112,23 @@ def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[st
 
 def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None,
                    trusted: set[str] = frozenset(), known: dict[str, dict] | None = None,
-                   pixel_free: set[str] = frozenset()) -> dict[str, ManifestResult]:
+                   pixel_free: set[str] = frozenset(), pixel_notes: dict[str, str] | None = None
+                   ) -> dict[str, ManifestResult]:
     """Read and check every arm's manifest; raise every E07xx problem at once, before any work.
 
     `root`: files must lie below it (E0707); None allows any path (`run --allow-outside`).
     `trusted`: arms whose files the run wrote itself (generated arms, in the output folder).
     `known`: arm -> files whose header passed in an earlier run (`memo.known_probes`).
     `pixel_free`: images arms the plan decodes nothing of (`ArmStage.pixels`): no file is looked at.
+    `pixel_notes`: arm -> what in the plan needs its pixels (`pixel_note`), added to its image-file errors.
     """
     known = known or {}
     results = {name: load_manifest(arm, spec_dir, columns=required_columns(ir, arm),
                                    on_error=ir.settings.on_error, root=None if name in trusted else root,
                                    known=known.get(name), pixels=name not in pixel_free)
                for name, arm in ir.arms.items()}
-    diags = [d for r in results.values() for d in r.diagnostics]
+    notes = pixel_notes or {}
+    diags = [_noted(d, notes.get(name)) for name, r in results.items() for d in r.diagnostics]
     diags += outside_file_columns(ir, results, root)
     if has_errors(diags):
         raise DiagnosticError(diags)
@@ -505,11 +508,10 @@ def prepare(ir: AuditIR, plan: Any, spec_dir: Path, root: Path | None, device: s
     """The one run set-up (shared by `run` and `plan --cache`, so the cache status is the run's):
     every manifest (E07xx) and table (E080x) checked, then the device resolved for the scorers
     that will compute somewhere (a probe's scorer included)."""
-    try:
-        manifests = load_manifests(ir, spec_dir, root, trusted=trusted, known=known,
-                                   pixel_free=pixel_free_arms(plan, ir))
-    except DiagnosticError as exc:  # missing image files: say what in the plan needs the pixels
-        raise DiagnosticError([_with_pixel_needs(d, plan) for d in exc.diagnostics]) from None
+    work = arm_work(plan)
+    manifests = load_manifests(ir, spec_dir, root, trusted=trusted, known=known,
+                               pixel_free=pixel_free_arms(plan, ir),
+                               pixel_notes={a: n for a, st in work.items() if (n := pixel_note(st))})
     pre = load_precomputed(ir, spec_dir, manifests, root)
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, _runs_somewhere(ir, given["scores"])
@@ -531,26 +533,25 @@ def pixel_needs(stage: ArmStage) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _with_pixel_needs(d: Any, plan: Any) -> Any:
-    """An image-file error (E0704/E0705) of an arm, with a note naming what needs its pixels and which cells."""
-    import dataclasses
-    import re
-
-    if d.code not in ("E0704", "E0705"):
-        return d
-    m = re.search(r"arm '([^']+)'", d.message)
-    work = arm_work(plan)
-    if m is None or m.group(1) not in work:
-        return d
-    stage = work[m.group(1)]
+def pixel_note(stage: ArmStage) -> str | None:
+    """The note an arm's image-file errors carry: what in the plan decodes its images, for which cells
+    (None when nothing does)."""
     needs = pixel_needs(stage)
-    cells = list(dict.fromkeys(c for s in stage.steps if s.kind != "decode" for c in s.needed_by if "/" in c))
     if not needs:
-        return d
+        return None
+    cells = list(dict.fromkeys(c for s in stage.steps if s.kind != "decode" for c in s.needed_by if "/" in c))
     shown = ", ".join(cells[:4]) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
-    note = (f"the plan decodes this arm's images for {', '.join(needs[:6])}"
+    return (f"the plan decodes this arm's images for {', '.join(needs[:6])}"
             + (f" (needed by {shown})" if cells else "")
             + "; an arm whose every score is read from data needs no image file")
+
+
+def _noted(d: Any, note: str | None) -> Any:
+    """An image-file error (E0704/E0705) with the arm's pixel note; any other diagnostic as it is."""
+    import dataclasses
+
+    if note is None or d.code not in ("E0704", "E0705"):
+        return d
     return dataclasses.replace(d, notes=tuple(d.notes) + (note,))
 
 

@@ -638,15 +638,7 @@ def _imageless_records(col: _Collector, arm, frame, values: Sequence[Mapping[str
     reads): ids from the id column (the row number without one), a missing id is E0708,
     a repeated id E0703; the cluster is the `cluster` column, else the pair.
     """
-    p = arm.call.params
-    id_col = p.get("id", "id")
-    cluster_col = arm.cluster or p.get("cluster")
-    prompt_col = p.get("prompt")
-    have_id = bool(row_nos) and id_col in frame.columns
-    base_ids = key_column(frame, id_col) if have_id else [str(r) for r in row_nos]
-    first = _first_rows(row_nos, base_ids)
-    clusters = key_column(frame, cluster_col) if cluster_col else [None] * len(row_nos)
-    prompts = key_column(frame, prompt_col) if prompt_col else [None] * len(row_nos)
+    id_col, base_ids, first, clusters, prompts = _row_keys(arm, frame, row_nos)
     records: list[ImageRecord] = []
     for i, row_no in enumerate(row_nos):
         base_id = base_ids[i]
@@ -668,6 +660,20 @@ def _imageless_records(col: _Collector, arm, frame, values: Sequence[Mapping[str
     return records
 
 
+def _row_keys(arm, frame, row_nos: Sequence[int]):
+    """(id column, ids, first row of each id, clusters, prompts) of manifest rows read without files:
+    ids from the id column (the row number without one), clusters and prompts from the arm's columns."""
+    p = arm.call.params
+    id_col = p.get("id", "id")
+    cluster_col = arm.cluster or p.get("cluster")
+    prompt_col = p.get("prompt")
+    have_id = bool(row_nos) and id_col in frame.columns
+    ids = key_column(frame, id_col) if have_id else [str(r) for r in row_nos]
+    clusters = key_column(frame, cluster_col) if cluster_col else [None] * len(row_nos)
+    prompts = key_column(frame, prompt_col) if prompt_col else [None] * len(row_nos)
+    return id_col, ids, _first_rows(row_nos, ids), clusters, prompts
+
+
 def _pixelfree_records(col: _Collector, arm, frame, values: Sequence[Mapping[str, Any]],
                        row_nos: Sequence[int], shown: str | None) -> list[ImageRecord]:
     """Rows of an images manifest whose pixels nothing reads → one record per row, no file looked at.
@@ -675,15 +681,7 @@ def _pixelfree_records(col: _Collector, arm, frame, values: Sequence[Mapping[str
     Ids as for any images manifest (the id column; the row number without one), a missing id is
     E0708 and a repeated one E0703; the cluster is the cluster column, else the image.
     """
-    p = arm.call.params
-    id_col = p.get("id", "id")
-    cluster_col = arm.cluster or p.get("cluster")
-    prompt_col = p.get("prompt")
-    have_id = bool(row_nos) and id_col in frame.columns
-    ids = key_column(frame, id_col) if have_id else [str(r) for r in row_nos]
-    first = _first_rows(row_nos, ids)
-    clusters = key_column(frame, cluster_col) if cluster_col else [None] * len(row_nos)
-    prompts = key_column(frame, prompt_col) if prompt_col else [None] * len(row_nos)
+    id_col, ids, first, clusters, prompts = _row_keys(arm, frame, row_nos)
     records: list[ImageRecord] = []
     for i, row_no in enumerate(row_nos):
         iid = ids[i]
