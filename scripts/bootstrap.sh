@@ -33,7 +33,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "$what" = test ]; then
-  .venv/bin/pip install -q -c lock/main.txt -e '.[pdf,demo,test,models,lsp,ray,generate,niqe]'
+  .venv/bin/pip install -q -c lock/main.txt -e '.[pdf,demo,test,models,lsp,ray,generate,niqe,nsfw]'
   # The official image-reward and hpsv2 packages, each in its own venv (older transformers; its own
   # lock), for the differential tests in tests/models.
   scripts/official_venvs.sh .venv
