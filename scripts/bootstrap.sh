@@ -4,7 +4,7 @@
 #   core: the package with the PDF and demo extras (enough for `make demo`)
 #   test: also the test tools, the models extra (torch 2.14.1, lock/pins.in), the lsp, ray and generate extras,
 #         the official image-reward and hpsv2 packages in .venv-official/ (scripts/official_venvs.sh),
-#         and the Debian packages the report tests use (poppler-utils, chromium).
+#         and the Debian packages the report tests use (poppler-utils, chromium, chromium-driver).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-core}
@@ -22,6 +22,7 @@ dpkg -s libharfbuzz-subset0 >/dev/null 2>&1 || need_apt+=(libharfbuzz-subset0)
 if [ "$what" = test ]; then
   command -v pdftotext >/dev/null 2>&1 || need_apt+=(poppler-utils)
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -33,7 +34,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "$what" = test ]; then
-  .venv/bin/pip install -q -c lock/main.txt -e '.[pdf,demo,test,models,lsp,ray,generate,niqe,nsfw]'
+  .venv/bin/pip install -q -c lock/main.txt -e '.[pdf,demo,test,models,lsp,ray,generate,niqe,nsfw,view]'
   # The official image-reward and hpsv2 packages, each in its own venv (older transformers; its own
   # lock), for the differential tests in tests/models.
   scripts/official_venvs.sh .venv
