@@ -248,7 +248,6 @@ def _sections() -> dict:
 def results_schema() -> dict:
     """spec/results.schema.json: results.json, schema_version 1 (stats/engine.py writes it)."""
     from scoreaudit.compiler.ir import ArmIR, Settings
-
     from scoreaudit.compiler.plan import ExecutionPlan
 
     section_rows, sections = _sections()
