@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Optional
 
 #: File suffixes (lower case) an image folder's files are read by; anything else in the folder is ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
@@ -31,7 +30,7 @@ def folder_images(folder: Path) -> list[Path]:
     return sorted(f for f in folder.iterdir() if is_image_file(f))
 
 
-def manifest_rows(path: Path) -> Optional[int]:
+def manifest_rows(path: Path) -> int | None:
     """Records in a manifest file by its format: a JSON list counts its items, JSON lines its
     non-blank lines, CSV/TSV its rows after the header, parquet its metadata (never text lines)."""
     suffix = path.suffix.lower()
