@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
