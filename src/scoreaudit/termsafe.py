@@ -17,7 +17,7 @@ import re
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def _visible(m: "re.Match[str]") -> str:
+def _visible(m: re.Match[str]) -> str:
     c = ord(m.group(0))
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
