@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
-from scoreaudit.termsafe import safe_text  # noqa: F401  (the one escaping function; re-exported for callers)
+from scoreaudit.termsafe import safe_text  # the one escaping function; re-exported for callers
 
 Severity = Literal["error", "warning", "note"]
 
@@ -35,7 +36,7 @@ class Span:
     end: int = 0
 
     @classmethod
-    def point(cls, line: int, column: int, offset: int = 0) -> "Span":
+    def point(cls, line: int, column: int, offset: int = 0) -> Span:
         return cls(line, column, line, column + 1, offset, offset + 1)
 
 
