@@ -18,6 +18,7 @@ No project imports: every layer may use this module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -206,10 +207,8 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path
 
