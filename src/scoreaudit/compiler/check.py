@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from scoreaudit import registry
 from scoreaudit.compiler import ir
+from scoreaudit.compiler import settings as setting_defs
 from scoreaudit.grammar import ast
 from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.doses import DoseSet, check_doses, expand
@@ -163,36 +164,24 @@ def _known_settings(settings, allowed: list[str], where: str, listing: str, st: 
     return nodes
 
 
-# setting → (valid?, what is valid, example): checked by `check`, so a bad value never reaches the run
-SETTING_RANGES: dict[str, tuple[Any, str, str]] = {
-    # at most 0.5: a one-sided test at alpha is read off a (1 - 2 alpha) interval (spec/methods.md)
-    "alpha": (lambda v: 0 < v <= 0.5, "above 0 and at most 0.5 (claims are judged on (1 - 2 alpha) intervals)", "0.05"),
-    "bootstrap": (lambda v: v >= 100, "at least 100 resamples", "2000"),
-    "batch_size": (lambda v: v >= 1, "at least 1", "16"),
-    "robustness": (lambda v: v >= 1, "at least 1", "1"),
-    "max_groups": (lambda v: v >= 1, "at least 1", "50"),
-    "min_real_clusters": (lambda v: v >= 1, "at least 1", "100"),
-    "max_leakage": (lambda v: 0 <= v <= 1, "a share between 0 and 1", "0.001"),
-    "seed": (lambda v: 0 <= v < 2 ** 64, "a non-negative integer below 2^64", "1"),
-}
 BOOTSTRAP_ADVISED = 1000
 
 
 def _setting_ranges(settings: ir.Settings, nodes: dict, st: State) -> None:
     """E0251 for a setting outside its range; W0250 for fewer bootstrap resamples than advised."""
-    for key, (valid, what, example) in SETTING_RANGES.items():
+    for key, bounds in setting_defs.RANGES.items():  # each setting's range is in its definition
         node = nodes.get(key)
         if node is None:
             continue
-        value = getattr(settings, key)
-        if not valid(value):
-            st.sink.emit("E0251", node.value, f"setting `{key}: {text(node.value)}` is out of range: it must be {what}",
-                         f"write e.g. `{key}: {example}`")
+        if not bounds.contains(getattr(settings, key)):
+            st.sink.emit("E0251", node.value, f"setting `{key}: {text(node.value)}` is out of range: "
+                         f"it must be {bounds.text()}", f"write e.g. `{key}: {setting_defs.default(key)}`")
     node = nodes.get("bootstrap")
-    if node is not None and 100 <= settings.bootstrap < BOOTSTRAP_ADVISED:
+    if node is not None and setting_defs.RANGES["bootstrap"].contains(settings.bootstrap) \
+            and settings.bootstrap < BOOTSTRAP_ADVISED:
         st.sink.emit("W0250", node.value, f"`bootstrap: {settings.bootstrap}` resamples give unstable confidence "
                      f"limits and p-values; at least {BOOTSTRAP_ADVISED} are advised",
-                     f"write `bootstrap: 2000` for the final run (fewer are fine for a quick look)")
+                     f"write `bootstrap: {setting_defs.default('bootstrap')}` for the final run (fewer are fine for a quick look)")
 
 
 def settings_pass(module: ast.Module, st: State) -> None:
@@ -200,7 +189,7 @@ def settings_pass(module: ast.Module, st: State) -> None:
     if not blocks:
         return
     block = blocks[0]
-    allowed = [f for f in ir.Settings.model_fields if f != "title"]
+    allowed = list(setting_defs.NAMES)
     nodes = _known_settings(block.settings, allowed, "audit block", "settings", st)
     data: dict[str, Any] = {"title": block.title.value}
     data.update({key: _setting_value(s.value) for key, s in nodes.items()})

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from scoreaudit import registry
+from scoreaudit.compiler import settings as setting_defs
 from scoreaudit.compiler.params import fields_of
 
 META_LABELS = {
@@ -33,25 +34,8 @@ META_LABELS = {
     "validation": "validation check",
 }
 
-SETTING_DOCS = {
-    "version": "language version of the spec (1)",
-    "seed": "seed of every random choice (bootstrap indices, selection groups, planted noise)",
-    "alpha": "FDR / family-wise level for every hypothesis cell",
-    "correction": "multiplicity correction over all cells: bh, by, holm, bonferroni or none",
-    "family": "which cells are adjusted together: audit (one family, the default), hypothesis, scorer or arm",
-    "bootstrap": "cluster-bootstrap resamples",
-    "scale": "sd: score changes in units of the arm's original-score SD; raw: scorer units",
-    "test": "default test of per-cluster contrasts: ttest, wilcoxon or bootstrap (scale: sd always uses the bootstrap)",
-    "ci": "bootstrap interval family: bca (default), percentile or studentized; tests invert the same interval",
-    "min_real_clusters": "usable clusters a real arm needs for the auditability verdict",
-    "max_leakage": "largest mean leakage (share of out-of-region pixels changed) for pixel isolation",
-    "robustness": "repeat every stochastic part this many times with derived seeds",
-    "on_error": "what an unreadable image does: skip (listed in the report) or fail",
-    "batch_size": "images per scorer forward pass",
-    "max_groups": "best-of-n: candidate groups per cluster before sampling",
-    "scores": "long table of precomputed scores for every arm (spec/precomputed.md), relative to the spec",
-    "measures": "long table of precomputed measures for every arm (spec/precomputed.md), relative to the spec",
-}
+# setting → what it means, read from its one definition (compiler/settings.py)
+SETTING_DOCS = {name: setting_defs.doc(name) for name in setting_defs.NAMES}
 
 
 def type_text(annotation: Any) -> str:
@@ -144,10 +128,10 @@ def describe_entry(entry: registry.PluginEntry) -> str:
 def describe(name: str) -> Optional[str]:
     """Documentation of every entry called `name` (and of the audit setting), or None."""
     parts = [describe_entry(e) for e in registry.lookup(name)]
-    if name in SETTING_DOCS:
-        from scoreaudit.compiler import ir
-
-        info = ir.Settings.model_fields[name]
-        parts.append(f"{name}  (audit setting)\n\n{SETTING_DOCS[name]}\n\n"
-                     f"type: {type_text(info.annotation)}  (default: {info.default!r})")
+    if name in setting_defs.NAMES:
+        info = setting_defs.Settings.model_fields[name]
+        bounds = setting_defs.range_of(name)
+        parts.append(f"{name}  (audit setting)\n\n{setting_defs.doc(name)}\n\n"
+                     f"type: {type_text(info.annotation)}  (default: {info.default!r})"
+                     + (f"\nrange: {bounds.text()}" if bounds else ""))
     return "\n\n---\n\n".join(parts) if parts else None

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from scoreaudit import registry
-from scoreaudit.compiler import ir
 from scoreaudit.compiler.codes import CATALOGUE
-from scoreaudit.compiler.describe import SETTING_DOCS, _meta_text, param_rows, type_text
+from scoreaudit.compiler import settings as setting_defs
+from scoreaudit.compiler.describe import _meta_text, param_rows, type_text
 
 SPEC_DIR = Path(__file__).resolve().parents[3] / "spec"
 
@@ -339,11 +339,12 @@ is a model formula whose terms must be factors of the arm.
 
 
 def _settings_table() -> str:
-    rows = ["| setting | type | default | meaning |", "|---|---|---|---|"]
-    for name, info in ir.Settings.model_fields.items():
-        if name == "title":
-            continue
-        rows.append(f"| `{name}` | {type_text(info.annotation).replace('|', '&#124;')} | `{info.default}` | {SETTING_DOCS.get(name, '')} |")
+    rows = ["| setting | type | default | range | meaning |", "|---|---|---|---|---|"]
+    for name in setting_defs.NAMES:  # one definition per setting: compiler/settings.py
+        info = setting_defs.Settings.model_fields[name]
+        bounds = setting_defs.range_of(name)
+        rows.append(f"| `{name}` | {type_text(info.annotation).replace('|', '&#124;')} | `{info.default}` | "
+                    f"{bounds.text() if bounds else ''} | {setting_defs.doc(name)} |")
     return "\n".join(rows)
 
 

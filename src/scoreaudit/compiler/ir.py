@@ -15,6 +15,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from scoreaudit.compiler.settings import Settings  # defined with its ranges and docs; part of the IR
+
 IR_VERSION = 1
 
 # Reserved operator name for the unaltered images: the runtime writes scores of
@@ -45,31 +47,6 @@ class Scoped(Frozen):
         if isinstance(out, dict) and not self.on:
             out.pop("on", None)
         return out
-
-
-class Settings(Frozen):
-    """The `audit "title" { ... }` block, with defaults filled in."""
-
-    title: str
-    version: int = 1
-    seed: int = 0
-    alpha: float = 0.05
-    correction: Literal["bh", "by", "holm", "bonferroni", "none"] = "bh"
-    family: Literal["audit", "hypothesis", "scorer", "arm"] = "audit"  # cells adjusted together
-    bootstrap: int = 2000
-    scale: Literal["sd", "raw"] = "sd"
-    test: Literal["ttest", "wilcoxon", "bootstrap"] = "ttest"
-    ci: Literal["bca", "percentile", "studentized"] = "bca"  # bootstrap interval family (spec/methods.md)
-    min_real_clusters: int = 100
-    max_leakage: float = 0.001  # pixel isolation: mean leakage share allowed
-    robustness: int = 1
-    on_error: Literal["skip", "fail"] = "skip"
-    batch_size: int = 16
-    max_groups: int = 50  # best-of-n: groups per cluster before sampling
-    # Long tables of precomputed results covering every arm (an `arm` column), relative to the
-    # spec's folder (spec/precomputed.md).
-    scores: Optional[str] = None
-    measures: Optional[str] = None
 
 
 class PluginCall(Frozen):

@@ -1,6 +1,6 @@
 """What can be computed: numeric settings checked against each other and this machine's memory (E0251).
 
-Each setting has its own range (check.SETTING_RANGES); some pairs of in-range values still cannot be computed,
+Each setting has its own range (compiler/settings.py, read by check); some pairs of in-range values still cannot be computed,
 and `run` used to find out with a traceback after scoring. Checked here, at `check`, located at the setting:
 
 - `alpha` below the bootstrap's resolution: B resamples estimate no tail probability below 1/(B + 1), and an

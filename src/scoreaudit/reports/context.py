@@ -14,6 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from scoreaudit.compiler import settings as setting_defs
+
 
 class BundleError(Exception):
     """The folder is not a readable results bundle (what is missing, and what to do)."""
@@ -197,7 +199,7 @@ class ReportContext:
 
     @property
     def alpha(self) -> float:
-        return float((self.results.get("settings") or {}).get("alpha", 0.05))
+        return float((self.results.get("settings") or {}).get("alpha", setting_defs.default("alpha")))
 
     def section(self, name: str) -> list:
         """The section's rows in the shape spec/bundle.md documents (long tables are regrouped)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scoreaudit.compiler import settings as setting_defs
+from scoreaudit.compiler.settings import CLAIM_RULE
 from scoreaudit.reports import fmt, labels
 from scoreaudit.reports.context import ReportContext
 from scoreaudit.stats.sentences import signed, stat_name
@@ -129,12 +131,13 @@ def to_md(ctx: ReportContext) -> str:
 
     rows = outcome_rows(ctx)
     status = ((ctx.results.get("lock") or {}).get("status")) or "not pre-registered"
+    correction = (ctx.results.get("settings") or {}).get("correction", setting_defs.default("correction"))
     out = [f"# {md_escape(ctx.title)}", "",
            f"**{md_escape(LOCK_HEADINGS.get(status, (status,))[0])}** \u00b7 spec sha256 `{ctx.spec_sha256[:12]}` "
            f"\u00b7 scoreaudit {md_escape((ctx.results.get('tool') or {}).get('version', '?'))}", "",
            md_escape(summary(ctx)), "",
-           f"Intervals: {md_escape(' / '.join(sorted({r['level'] for r in rows})))} (1 \u2212 2\u03b1); "
-           f"q: p adjusted across the family ({md_escape((ctx.results.get('settings') or {}).get('correction', 'bh'))}, "
+           f"Intervals: {md_escape(' / '.join(sorted({r['level'] for r in rows})))} ({CLAIM_RULE}); "
+           f"q: p adjusted across the family ({md_escape(correction)}, "
            f"\u03b1 = {fmt.plain(ctx.alpha)}).", "",
            "| Hypothesis | Scorer | Arm | Statistic | Estimate | Interval | p | q | Outcome |",
            "|---|---|---|---|--:|---|--:|--:|---|"]

@@ -9,6 +9,8 @@ defaults of the statistics that wrote it (spec/methods.md), named here once.
 
 from __future__ import annotations
 
+from scoreaudit.compiler import settings as setting_defs
+from scoreaudit.compiler.settings import CLAIM_RULE, claim_level
 from scoreaudit.reports import fmt
 
 # sidedness words, keyed by what the statistics write
@@ -50,9 +52,9 @@ def section_level(ctx, rows, key: str = "ci_level") -> float:
     return row_level(rows, key, 1 - ctx.alpha)
 
 
-def cell_level(cell: dict, alpha: float = 0.05) -> float:
+def cell_level(cell: dict, alpha: float = setting_defs.default("alpha")) -> float:
     v = cell.get("ci_level")
-    return float(v) if v is not None else 1 - 2 * alpha
+    return float(v) if v is not None else claim_level(alpha)
 
 
 def cell_p(cell: dict) -> str:
@@ -77,8 +79,8 @@ def sided(value: str | None, default: str) -> str:
 
 def interval_note(alpha: float) -> str:
     """Why cells and charts show different levels: one sentence for the first screen."""
-    cell, chart = level_pct(1 - 2 * alpha), level_pct(1 - alpha)
-    return (f"Cells show {cell} intervals (1 \u2212 2\u03b1): a one-sided test at \u03b1 = {fmt.plain(alpha)} "
+    cell, chart = level_pct(claim_level(alpha)), level_pct(1 - alpha)
+    return (f"Cells show {cell} intervals ({CLAIM_RULE}): a one-sided test at \u03b1 = {fmt.plain(alpha)} "
             f"rejects exactly when that interval excludes the threshold, so the outcome rule reads it. "
             f"The charts and tables below are descriptive and show {chart} intervals (1 \u2212 \u03b1).")
 

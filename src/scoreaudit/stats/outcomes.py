@@ -16,6 +16,7 @@ import math
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.compiler.ir import TestIR
 from scoreaudit.stats.estimate import Estimate
 
@@ -70,7 +71,7 @@ def number_outcome(est: Estimate, test: TestIR, q: float, alpha: float) -> str:
         return "inconclusive"
     if math.isfinite(q) and q <= alpha and not wrong_side(est.estimate, test):
         return "supported"
-    lo, hi = est.interval(1 - 2 * alpha)
+    lo, hi = est.interval(claim_level(alpha))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "inconclusive"
     # Strictly beyond: a bound is a value the data do not reject, so a bound *on* t keeps t possible.

@@ -33,6 +33,7 @@ from itertools import combinations
 import numpy as np
 from scipy import stats as sps
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import ArmData, StatContext, StatError
 from scoreaudit.stats.estimate import Estimate
@@ -147,10 +148,10 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
         diff = Estimate(e1.estimate - e2.estimate, "bootstrap", boot=np.asarray(e1.boot) - np.asarray(e2.boot),
                         jack=(j1 - j2) if j1 is not None and j2 is not None else None, ci=ctx.settings.ci,
                         detail={"n_clusters": G})
-        lo, hi = diff.interval(1 - 2 * ctx.alpha)
+        lo, hi = diff.interval(claim_level(ctx.alpha))
         p_raw = min(1.0, 2 * min(diff.p_greater(0.0), diff.p_less(0.0)))
         row = {"a": s1["stratum"], "b": s2["stratum"], "difference": diff.estimate, "ci_low": lo, "ci_high": hi,
-               "ci_level": 1 - 2 * ctx.alpha, "p_raw": p_raw}
+               "ci_level": claim_level(ctx.alpha), "p_raw": p_raw}
         if margin:
             row["p_equivalence"] = diff.p_equivalence(-float(margin), float(margin))
             row["inside_margin"] = bool(np.isfinite(lo) and np.isfinite(hi) and -margin < lo and hi < margin)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import StatContext, StatError
 from scoreaudit.stats.estimate import Estimate
@@ -95,9 +96,9 @@ def transfers(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     rho = (er.estimate - null) / (es.estimate - null)
     G = _welch_clusters(es, er, bs[:B], br[:B], null)
     ratio = Estimate(float(rho), "bootstrap", boot=boot, jack=jack, ci=ctx.settings.ci, detail={"n_clusters": G})
-    lo, hi = ratio.interval(1 - 2 * ctx.alpha)
+    lo, hi = ratio.interval(claim_level(ctx.alpha))
     p_eq = ratio.p_equivalence(1 / k, k)
-    det.update(ratio=float(rho), ratio_ci_low=lo, ratio_ci_high=hi, ratio_ci_level=1 - 2 * ctx.alpha,
+    det.update(ratio=float(rho), ratio_ci_low=lo, ratio_ci_high=hi, ratio_ci_level=claim_level(ctx.alpha),
                p_equivalence=p_eq, inverse_ratio=float(1 / rho) if rho != 0 else None,
                difference=er.estimate - es.estimate)
     p_iut = max(det["p_source"], det["p_target"], p_eq)

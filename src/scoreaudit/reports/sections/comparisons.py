@@ -9,6 +9,7 @@ the observed gap and its attribute and confound parts.
 
 from __future__ import annotations
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.reports import charts, fmt
 from scoreaudit.reports.sections import section
 from scoreaudit.reports.sections.first_screen import cell_anchor, labelled
@@ -99,7 +100,7 @@ def _comparison_entry(ctx, c: dict, anchors: dict) -> dict:
                                    hi=r.get("ci_high"), index=i,
                                    note=f"{fmt.num(r.get('estimate'))} {fmt.ci(r.get('ci_low'), r.get('ci_high'))}"))
     level = fmt.num(100 * (d.get("ci_level_readings") or 0.95), 2)
-    cell_level = labels.level_pct(c.get("ci_level") or 1 - 2 * ctx.alpha)
+    cell_level = labels.level_pct(c.get("ci_level") or claim_level(ctx.alpha))
     first, second = (rows[0].label, rows[1].label) if len(rows) == 2 else ("first", "second")
     comp = charts.Row(label=kind or "comparison", est=c.get("estimate"), lo=c.get("ci_low"), hi=c.get("ci_high"),
                       index=2, bold=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 
@@ -28,7 +29,7 @@ def pairs(ctx) -> dict | None:
         p_words = "exact binomial test of each cell's claim (" + ", ".join(
             labels.sided(t, "two-sided") for t in sorted(t or "two-sided" for t in tests)) + ")"
     has_gap = any(r.get("mean_gap") is not None for r in rows)
-    gap_level = labels.ci(labels.row_level(rows, "mean_gap_ci_level", 1 - 2 * ctx.alpha))
+    gap_level = labels.ci(labels.row_level(rows, "mean_gap_ci_level", claim_level(ctx.alpha)))
     return {"chart": charts.forest(chart_rows, x_label="share of pairs where the preferred image scores higher (0–1)",
                                    ref=0.5, title=f"Pairwise accuracy ({level})"),
             "level": level, "p_words": p_words, "has_gap": has_gap, "gap_level": gap_level,
@@ -73,7 +74,7 @@ def factors(ctx) -> dict | None:
         items.append({"title": f"{ctx.label('scorer', r.get('scorer'))} on {ctx.label('arm', r.get('arm'))}: {r.get('factor')}", "model": r.get("model") or r.get("factor"),
                       "effect": fmt.num(r.get("effect")), "ci": fmt.ci(r.get("ci_low"), r.get("ci_high")),
                       "p": fmt.pval(r.get("p")), "df": fmt.count(r.get("wald_df")),
-                      "level": labels.ci(labels.row_level([r], default=1 - 2 * ctx.alpha)),
+                      "level": labels.ci(labels.row_level([r], default=claim_level(ctx.alpha))),
                       "unit": "SD" if ctx.scale == "sd" else "raw score",
                       "chart": charts.forest(chart_rows, x_label=f"marginal mean of the z-scored score by {r.get('factor')} (SD)",
                                              ref=0.0, title=f"Marginal means by {r.get('factor')}")})

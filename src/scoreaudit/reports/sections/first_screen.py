@@ -6,6 +6,8 @@ import difflib
 import re
 from collections import Counter
 
+from scoreaudit.compiler import settings as setting_defs
+from scoreaudit.compiler.settings import CLAIM_RULE, claim_level
 from scoreaudit.reports import fmt, labels
 from scoreaudit.reports.sections import section
 from scoreaudit.reports.sentences import OUTCOME_ICON, cell_sentence
@@ -188,13 +190,14 @@ def legend(ctx) -> list[tuple[str, str, str]]:
     """(outcome, icon, rule in plain words), from the audit's own alpha, correction and interval level."""
     settings = ctx.results.get("settings") or {}
     alpha = ctx.alpha
-    corr = CORRECTION_WORDS.get(settings.get("correction", "bh"), str(settings.get("correction")))
-    level = labels.level_pct(1 - 2 * alpha)
+    correction = settings.get("correction", setting_defs.default("correction"))
+    corr = CORRECTION_WORDS.get(correction, str(correction))
+    level = labels.level_pct(claim_level(alpha))
     return [
         ("supported", OUTCOME_ICON["supported"],
          f"the claim holds at \u03b1 = {fmt.plain(alpha)}: its p-value, adjusted for {corr}, is q \u2264 {fmt.plain(alpha)}."),
         ("refuted", OUTCOME_ICON["refuted"],
-         f"the {level} interval (1 \u2212 2\u03b1) lies entirely on the other side of the claim's threshold "
+         f"the {level} interval ({CLAIM_RULE}) lies entirely on the other side of the claim's threshold "
          "(for a claimed interval: entirely outside it)."),
         ("inconclusive", OUTCOME_ICON["inconclusive"],
          "neither: the data cannot tell (or the statistic is undefined)."),
@@ -296,7 +299,7 @@ def glance(ctx) -> dict | None:
                                    f"{len(scorers)}" if len(chunks) > 1 else "")})
     return {"tables": tables, "scorers": [ctx.label("scorer", s) for s in scorers], "summary": summary(ctx),
             "comparisons": any(c.get("statistic") in COMPARISONS for c in cells),
-            "legend": legend(ctx), "level": labels.level_pct(1 - 2 * ctx.alpha),
+            "legend": legend(ctx), "level": labels.level_pct(claim_level(ctx.alpha)),
             "note": labels.interval_note(ctx.alpha)}
 
 
@@ -362,6 +365,6 @@ def hypotheses(ctx) -> dict | None:
                        "deviation": deviated.get(name), "counts": counts})
     total = Counter(c.get("outcome") or "inconclusive" for c in cells)
     settings = ctx.results.get("settings") or {}
-    return {"groups": groups, "total": total, "n": len(cells), "alpha": fmt.plain(settings.get("alpha", 0.05)),
-            "correction": settings.get("correction", "bh"),
+    return {"groups": groups, "total": total, "n": len(cells), "alpha": fmt.plain(settings.get("alpha", ctx.alpha)),
+            "correction": settings.get("correction", setting_defs.default("correction")),
             "levels": sorted({labels.ci(labels.cell_level(c, ctx.alpha)) for c in cells})}

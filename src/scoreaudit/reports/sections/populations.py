@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 from scoreaudit.reports.sentences import stat_name
@@ -39,7 +40,7 @@ def transfer(ctx) -> dict | None:
             "cls": cls, "meaning": TRANSFER_MEANING.get(cls, "")})
     ratio = any(r.get("ratio") is not None or r.get("ratio_ci_low") is not None for r in rows)
     return {"rows": out, "classes": TRANSFER_MEANING, "level": labels.ci(labels.section_level(ctx, rows)),
-            "ratio": ratio, "ratio_level": labels.ci(rows[0].get("ratio_ci_level") or 1 - 2 * ctx.alpha),
+            "ratio": ratio, "ratio_level": labels.ci(rows[0].get("ratio_ci_level") or claim_level(ctx.alpha)),
             "margin": fmt.plain(rows[0].get("margin")),
             "diff_p": labels.sided(rows[0].get("difference_p_sided"), "greater"),
             "arm_p": labels.sided(rows[0].get("p_sided"), "two-sided")}

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.reports import charts, fmt, labels
 from scoreaudit.reports.sections import section
 from scoreaudit.reports.sections.first_screen import cell_anchor
@@ -35,7 +36,7 @@ def ranked(ctx) -> dict | None:
                                    index=i, note=f"{fmt.num(c.get('estimate'))} {fmt.ci(c.get('ci_low'), c.get('ci_high'))}"))
             rows.append(charts.Row(label="chance (random order)", est=d.get("chance"), index=6,
                                    note=fmt.num(d.get("chance"))))
-        level = labels.ci(labels.row_level(recall, default=1 - 2 * ctx.alpha), kind="Wilson CI")
+        level = labels.ci(labels.row_level(recall, default=claim_level(ctx.alpha)), kind="Wilson CI")
         out["recall"] = {"chart": charts.forest(rows, x_label="share of clusters whose pick is a hit (0\u20131)",
                                                 title=f"Recall against chance ({level})"),
                          "level": level}
