@@ -89,10 +89,10 @@ def render_html(ctx: ReportContext, bar=None) -> str:
         if arms else "",
         f"{len(r.get('cells') or [])} hypothesis cells",
     ) if p)
-    return stack_on_phones(environment().get_template("report.html.j2").render(
+    return label_scroll_boxes(stack_on_phones(environment().get_template("report.html.j2").render(
         title=ctx.title, audit_title=ctx.audit_title, summary_line=summary, sections=sections, omitted=omitted,
         css=_css(), spec_sha256=ctx.spec_sha256, schema_version=r.get("schema_version", "?"),
-        tool_version=(r.get("tool") or {}).get("version", "?")))
+        tool_version=(r.get("tool") or {}).get("version", "?"))))
 
 
 def _arm_size(a: dict) -> str:
@@ -144,6 +144,41 @@ def stack_on_phones(html: str) -> str:
         return f'<div class="table-wrap"><table class="{classes}">{new_body}</table></div>'
 
     return _TABLE.sub(one, html)
+
+
+_FOREST = re.compile(r'<figure class="forest" tabindex="0">(<svg [^>]*?aria-label="([^"]*)")')
+_HEADING_OR_BOX = re.compile(r'<h[23][^>]*>(.*?)</h[23]>|<div class="table-wrap">', re.S)
+
+
+def label_scroll_boxes(html: str) -> str:
+    """Make every table box that may scroll sideways reachable and named for keyboard and screen-reader users:
+    `tabindex="0"`, `role="region"` and an `aria-label` from the heading above it ("Deviations (table)"),
+    numbered where one heading has several, so that every region's name is unique (axe: landmark-unique,
+    scrollable-region-focusable); each focusable chart box is a group named after its chart. The heading
+    and chart texts are our templates' output, already escaped."""
+    heads: list[str] = []
+    heading = "Report"
+    for m in _HEADING_OR_BOX.finditer(html):
+        if m.group(1) is not None:
+            heading = " ".join(_TAGS.sub("", m.group(1)).split()) or heading
+        else:
+            heads.append(heading)
+    total = {h: heads.count(h) for h in heads}
+    seen: dict[str, int] = {}
+    it = iter(heads)
+
+    def one(m: re.Match) -> str:
+        if m.group(1) is not None:
+            return m.group(0)
+        h = next(it)
+        seen[h] = seen.get(h, 0) + 1
+        name = f"{h} (table {seen[h]} of {total[h]})" if total[h] > 1 else f"{h} (table)"
+        return f'<div class="table-wrap" tabindex="0" role="region" aria-label="{name.replace(chr(34), "&quot;")}">'
+
+    html = _HEADING_OR_BOX.sub(one, html)
+    # a chart box that scrolls on a phone: a named group (the chart's own label), not an anonymous stop
+    return _FOREST.sub(lambda m: f'<figure class="forest" tabindex="0" role="group" aria-label="Chart: {m.group(2)}">'
+                       f'{m.group(1)}', html)
 
 
 def _refuse_fetch(url: str, *args: Any, **kwargs: Any):
