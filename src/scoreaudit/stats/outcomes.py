@@ -16,8 +16,8 @@ import math
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from scoreaudit.compiler.settings import claim_level
 from scoreaudit.compiler.ir import TestIR
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.stats.estimate import Estimate
 
 CORRECTIONS = {"bh": "fdr_bh", "by": "fdr_by", "holm": "holm", "bonferroni": "bonferroni"}

@@ -33,8 +33,8 @@ from itertools import combinations
 import numpy as np
 from scipy import stats as sps
 
-from scoreaudit.compiler.settings import claim_level
 from scoreaudit.compiler.ir import StatCallIR
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.stats.context import ArmData, StatContext, StatError
 from scoreaudit.stats.estimate import Estimate
 from scoreaudit.stats.transfer import inner_call

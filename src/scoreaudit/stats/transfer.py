@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreaudit.compiler.settings import claim_level
 from scoreaudit.compiler.ir import StatCallIR
+from scoreaudit.compiler.settings import claim_level
 from scoreaudit.stats.context import StatContext, StatError
 from scoreaudit.stats.estimate import Estimate
 

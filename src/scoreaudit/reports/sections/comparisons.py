@@ -15,7 +15,6 @@ from scoreaudit.reports.sections import section
 from scoreaudit.reports.sections.first_screen import cell_anchor, labelled
 from scoreaudit.reports.sentences import cell_sentence
 
-
 TIMES = "\u00d7"
 
 
