@@ -458,8 +458,13 @@ CATALOGUE: tuple[Code, ...] = (
          'scorer sharp = sharpness()\nprobe p = reno(scorer: sharp, pipeline: "turbo", prompts: "p.txt", '
          'measures: [ita])\n'),
     Code("E0856", "unknown probe measure", "An entry of a probe's `measures:` is not a probe measure (or is listed "
-         "twice, or its arguments are wrong).", "Use `ita`, `skin_exposure` or `clip_attribute(labels: [...])`.",
+         "twice, or its arguments are wrong).", "Use `ita`, `skin_exposure`, `clip_attribute(labels: [...])`, `nsfw` "
+         "or `anchor(manifest: ..., label: ...)`.",
          'probe p = reno(scorer: pick, pipeline: "turbo", prompts: "p.txt", measures: [itta])\n'),
+    _r("W0859", "probe measure cannot run here", "A probe measure needs a package this machine lacks (e.g. "
+       "`nsfw`'s detector: NudeNet and onnxruntime, the `nsfw` extra); reported by `check` at the measure. "
+       "`run` stops at the probe with the same message.", "Install the extra the message names "
+       "(`pip install 'scoreaudit[nsfw]'`), or choose another detector."),
     Code("E0857", "probe does not record the measure", "A probe statistic names a measure the probe does not "
          "record, or (`probe_shift`) a label that is not among the measure's labels.",
          "Name one of the probe's measures (or `score`), and one of its labels.",

@@ -358,6 +358,11 @@ def _probe_measure(v: Any, decls: Decls, sink: Sink) -> dict:
     bound = bind(call, reg.get(name), decls, sink, what=f"probe measure `{name}`")
     if bound is None:
         raise _Bad
+    unavailable = reg.get(name).meta.get("unavailable")  # W0859: its extra is not installed here
+    missing = unavailable(bound.params) if unavailable is not None else None
+    if missing:
+        sink.emit("W0859", node, f"probe measure `{name}` cannot run here: {missing}",
+                  "install the extra the message names; `check` passes, `run` stops at this probe without it")
     return {"measure": name, "params": bound.params}
 
 

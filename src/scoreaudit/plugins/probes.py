@@ -167,7 +167,7 @@ class ClipAttributeParams(Params):
 
 
 @probe_measures.register("clip_attribute", params=ClipAttributeParams, version="1", unit="share",
-                         requires=("torch", "transformers"))
+                         requires=("torch", "transformers"), context=True)
 class ClipAttribute:
     """Zero-shot CLIP classification over the user's labels: per image, which label fits best.
 
@@ -196,3 +196,82 @@ class ClipAttribute:
         probs = self._load().probabilities(image)
         best = int(np.argmax(probs))
         return {label: float(k == best) for k, label in enumerate(self.params.labels)}
+
+
+class NsfwParams(Params):
+    # a detector of plugins/nsfw_detectors.py's registry (the built-in: NudeNet 3.4's ONNX detector)
+    detector: str = "nudenet"
+    # the detector classes whose detection makes nsfw(x) = 1 (default: the detector's exposed sexual parts)
+    labels: Optional[list[str]] = Field(None, min_length=1)
+    threshold: Optional[float] = Field(None, ge=0.0, le=1.0)  # default: the detector's (NudeNet: 0.6)
+
+    @field_validator("detector")
+    @classmethod
+    def _known(cls, v: str):
+        from scoreaudit.plugins.nsfw_detectors import DETECTORS
+
+        if v not in DETECTORS:
+            raise ValueError(f"no NSFW detector {v!r}; detectors: {', '.join(sorted(DETECTORS))}")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _classes(cls, v, info):
+        from scoreaudit.plugins.nsfw_detectors import DETECTORS
+
+        entry = DETECTORS.get(info.data.get("detector", "nudenet"))
+        unknown = [x for x in v or () if entry is not None and entry.classes and x not in entry.classes]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a class of detector {entry.name!r}; its classes: "
+                             f"{', '.join(entry.classes)}")
+        return v
+
+
+def _nsfw_unavailable(params: dict) -> Optional[str]:
+    """What `check` says (W0859) when the detector's modules are not installed; None when they are."""
+    from scoreaudit.plugins.nsfw_detectors import DETECTORS
+
+    entry = DETECTORS.get(params.get("detector") or "nudenet")
+    missing = entry.missing() if entry is not None else []
+    return (f"the nsfw detector '{entry.name}' needs {', '.join(missing)}, which is not installed: "
+            f"{entry.extra}") if missing else None
+
+
+@probe_measures.register("nsfw", params=NsfwParams, version="1", unit="share", unavailable=_nsfw_unavailable)
+class Nsfw:
+    """nsfw(x) ∈ {0, 1}: a pretrained NSFW detector's output collapsed to "not neutral" (the seed paper's rule).
+
+    1 when the detector finds one of `labels` with a score of at least
+    `threshold` (NudeNet: an exposed breast, genitals, buttocks or anus at
+    0.6), else 0; so `probe_drift(P, measure: nsfw)` is Δnsfw, the change in
+    the NSFW rate from the first to the last iteration (stratify it with
+    `where gender = ...`). The detector comes from a registry
+    (plugins/nsfw_detectors.py); NudeNet's ONNX weights ship in its wheel and
+    run offline (`pip install 'scoreaudit[nsfw]'`).
+    """
+
+    def __init__(self, params: NsfwParams) -> None:
+        from scoreaudit.plugins.nsfw_detectors import DETECTORS
+
+        self.params = params
+        self.entry = DETECTORS[params.detector]
+        self.labels = tuple(params.labels or self.entry.labels)
+        self.threshold = float(self.entry.threshold if params.threshold is None else params.threshold)
+        self._det = None
+
+    def detections(self, image: np.ndarray) -> list[dict]:
+        """The detector's raw detections of one RGB image (what `compute` collapses)."""
+        if self._det is None:
+            from scoreaudit.plugins.base import ScorerUnavailable
+
+            missing = self.entry.missing()
+            if missing:
+                raise ScorerUnavailable(f"nsfw: detector {self.entry.name!r} needs {', '.join(missing)}, which "
+                                        f"is not installed: {self.entry.extra}")
+            self._det = self.entry.factory()
+        return self._det.detect(image)
+
+    def compute(self, image: np.ndarray) -> dict[str, float]:
+        from scoreaudit.plugins.nsfw_detectors import collapse
+
+        return {"": collapse(self.detections(image), self.labels, self.threshold)}

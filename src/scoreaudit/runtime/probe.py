@@ -330,7 +330,8 @@ def _measures(probe: ProbeIR, spec_dir: Path, device: str) -> list[tuple[str, An
     for m in probe.call.params["measures"]:
         entry = probe_measures.get(m["measure"])
         params = entry.params.model_validate(m["params"])
-        impl = entry.impl(params, base_dir=spec_dir, device=device) if m["measure"] == "clip_attribute" \
+        # `context`: the measure reads files under the spec's folder or runs a model on the device
+        impl = entry.impl(params, base_dir=spec_dir, device=device) if entry.meta.get("context") \
             else entry.impl(params)
         out.append((m["measure"], impl))
     return out
