@@ -59,8 +59,9 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
     without an id column) and any precomputed tables, and check they cover every cell
     (`run` leaves this to the executor, which does the same check on the ids it
     will use, so the tables are read once per run).
-    `environment`: also warn (W0810) about each scorer that cannot run on this machine
-    (`scoreaudit check` asks for it; a spec's validity does not depend on it).
+    `environment`: also warn about what this machine lacks: each scorer that cannot run here (W0810)
+    and each data file the spec names that does not exist, with what was therefore not checked
+    (W0621); `scoreaudit check` asks for it; a spec's validity does not depend on it.
     """
     from scoreaudit.compiler.check import check as _check
 
@@ -89,6 +90,11 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             more = list(more) + cols
             if has_errors(cols):
                 ir = None
+        if environment and tables and ir is not None and not has_errors(more) and Path(path).is_file():
+            # The data files that do not exist yet (W0621): each named, with what of it was not checked.
+            from scoreaudit.runtime.missing_data import missing_data
+
+            more = list(more) + missing_data(ir, module, path)
         if tables and ir is not None and not has_errors(more) and Path(path).is_file() and uses_precomputed(ir):
             # Precomputed tables: every (image, operator, dose, scorer) a hypothesis needs must be
             # present before anything runs.

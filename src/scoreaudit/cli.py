@@ -59,8 +59,18 @@ def cmd_check(args) -> int:
     if args.format == "json":
         print(to_json(all_diags))
     elif status == Exit.OK:
-        _err(f"ok: {len(args.files)} file(s) checked, no errors")
+        _err(_check_summary(len(args.files), all_diags))
     return status
+
+
+def _check_summary(n_files: int, diags) -> str:
+    """The last line of a clean `check`: "ok" only when nothing was left unchecked (W0621: missing data)."""
+    missing = sum(1 for d in diags if d.code == "W0621")
+    warnings = sum(1 for d in diags if not d.is_error)
+    if missing:
+        return (f"{n_files} file(s) checked, no errors, but {missing} data file(s) not found: what they hold "
+                f"was not checked ({warnings} warning(s) above)")
+    return f"ok: {n_files} file(s) checked, no errors" + (f", {warnings} warning(s)" if warnings else "")
 
 
 def cmd_plan(args) -> int:

@@ -558,6 +558,13 @@ CATALOGUE: tuple[Code, ...] = (
        "names): image ids are the files' names (images arms) or row numbers (pairs arms), which change when "
        "the data is renamed or reordered; reported by `scoreaudit check`.",
        "Add an id column, or name one with `id: column_name`."),
+    _r("W0621", "data file not found", "`scoreaudit check` found that a data file the spec names does not exist "
+       "(yet): an arm's manifest or image folder, a generated arm's or a probe's prompts file (or the file a "
+       "template's `column(...)` reads), or a table a statistic reads. What `check` reads from that file "
+       "(its columns, row count and ids; the prompts; the table's rows) was therefore not checked, and the "
+       "message says which. The exit code stays 0 (a warning); `run` stops while a manifest, image folder or prompts file is "
+       "missing, and cannot compute the cells that read a missing table.",
+       "Create the file, or fix the path (relative to the spec's folder), and run `scoreaudit check` again."),
     _r("W0810", "scorer cannot run here", "`check` found a declared scorer that cannot run on this machine: "
        "its extra is not installed, or weight files are missing or not valid checkpoints (every missing "
        "file is named). `run` would stop with exit code 3 when it reaches the scorer.",
