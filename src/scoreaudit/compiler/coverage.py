@@ -25,8 +25,8 @@ columns: no file access, so `scoreaudit check` and tests call them directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple, Protocol, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, CellIR
@@ -62,7 +62,7 @@ class ProvidedTables(Protocol):
 # ---------------------------------------------------------------- what a statistic reads
 
 # Each statistic's registry entry says what it reads (compiler/reads.py interprets it).
-from scoreaudit.compiler.reads import Reads, reads  # noqa: E402,F401  (re-exported)
+from scoreaudit.compiler.reads import Reads, reads  # noqa: E402,F401 - Reads re-exported
 
 
 def _doses(ir: AuditIR, operator: str) -> tuple[float, ...]:
@@ -155,23 +155,23 @@ def missing_cells(ir: AuditIR, manifests: Mapping[str, Sequence[str]], tables: P
     df = _frame(tables, kind)
     identities = sorted((name, dose_key(op.identity)) for name, op in ir.operators.items())
     out: list[MissingCell] = []
+
+    def has(present: set, image_id: str, operator: str, dose: float) -> bool:
+        if (image_id, operator, dose_key(dose)) in present:
+            return True
+        if operator == ORIGINAL:
+            return any((image_id, o, d) in present for o, d in identities)
+        op = ir.operators.get(operator)
+        return op is not None and dose_key(op.identity) == dose_key(dose) and (image_id, ORIGINAL, 0.0) in present
+
     for (arm, name), need in sorted(needs.items()):
         if (arm, name) not in given or arm not in manifests:
             continue
         sel = df[(df["arm"] == arm) & (df["name"] == name)]
         present = set(zip(sel["image_id"], sel["operator"], (dose_key(d) for d in sel["dose"])))
-
-        def has(image_id: str, operator: str, dose: float) -> bool:
-            if (image_id, operator, dose_key(dose)) in present:
-                return True
-            if operator == ORIGINAL:
-                return any((image_id, o, d) in present for o, d in identities)
-            op = ir.operators.get(operator)
-            return op is not None and dose_key(op.identity) == dose_key(dose) and (image_id, ORIGINAL, 0.0) in present
-
         for image_id in manifests[arm]:
             for (operator, dose) in sorted(need):
-                if not has(image_id, operator, dose):
+                if not has(present, image_id, operator, dose):
                     out.append(MissingCell(arm, str(image_id), operator, float(dose), name))
     return sorted(out, key=lambda c: (c.arm, c.image_id, c.operator, c.dose, c.name))
 
