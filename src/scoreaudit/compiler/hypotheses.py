@@ -11,18 +11,18 @@ reported once at the argument or arm that causes it, not once per scorer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from scoreaudit import registry
 from scoreaudit.compiler import ir
 from scoreaudit.compiler.comparisons import check_arm, check_combination
 from scoreaudit.compiler.doses import dose_key
-from scoreaudit.grammar import ast
 from scoreaudit.compiler.params import Bound, bind, fields_of
 from scoreaudit.compiler.resolve import plugin_entry
 from scoreaudit.compiler.scopes import check_cells, covers, measure_covers, no_scorer
 from scoreaudit.compiler.values import text
 from scoreaudit.diagnostics import did_you_mean
+from scoreaudit.grammar import ast
 
 
 @dataclass
@@ -32,8 +32,8 @@ class Lowered:
     entry: registry.PluginEntry
     bound: Bound
     ir: ir.StatCallIR
-    inner: Optional["Lowered"]
-    extra: Optional[dict] = None  # further nested statistics by field (`decompose(..., via: ...)`)
+    inner: Lowered | None
+    extra: dict | None = None  # further nested statistics by field (`decompose(..., via: ...)`)
 
     @property
     def name(self) -> str:
@@ -49,14 +49,14 @@ class Lowered:
         return out
 
 
-def _has_stat_field(entry: registry.PluginEntry) -> Optional[str]:
+def _has_stat_field(entry: registry.PluginEntry) -> str | None:
     for spec in fields_of(entry.params).values():
         if spec.ref == "statistic":
             return spec.spelled
     return None
 
 
-def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lowered], bool]:
+def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Lowered | None, bool]:
     sink = st.sink
     entry = plugin_entry(call, "statistic", st, "a hypothesis")
     if entry is None:
@@ -93,7 +93,7 @@ def lower_stat(call: ast.Call, st, nested: bool = False) -> tuple[Optional[Lower
 # ---------------------------------------------------------------- tests
 
 
-def make_test(expr: Any, entry: registry.PluginEntry, sink) -> Optional[ir.TestIR]:
+def make_test(expr: Any, entry: registry.PluginEntry, sink) -> ir.TestIR | None:
     returns = entry.meta.get("returns", "number")
     claim_text = text(expr)
     if isinstance(expr, ast.Bare):
@@ -318,7 +318,7 @@ def check_prompt(scorer: ir.ScorerIR, arm: ir.ArmIR, node: Any, st) -> bool:
 # ---------------------------------------------------------------- axis
 
 
-def axis_of(low: Lowered, st, arms: tuple[str, ...] = ()) -> Optional[tuple[str, str]]:
+def axis_of(low: Lowered, st, arms: tuple[str, ...] = ()) -> tuple[str, str] | None:
     """(measure, operator) the statistic is about (spec/language.md, "Axes").
 
     A measure the rules find on their own (rules 3 and 4) must be in scope on every arm of `arms`.
@@ -350,7 +350,7 @@ def axis_of(low: Lowered, st, arms: tuple[str, ...] = ()) -> Optional[tuple[str,
 # ---------------------------------------------------------------- claims
 
 
-def _stratum(expr: Any) -> Optional[ast.Reading]:
+def _stratum(expr: Any) -> ast.Reading | None:
     """The `where` reading of a claim about one stratum (`θ where race = "Black" > 0`), else None."""
     left = getattr(expr, "left", None)
     inner = left.call if isinstance(left, ast.Abs) else left
@@ -365,7 +365,7 @@ def _stat_call(expr: Any) -> ast.Call:
     return inner.call if isinstance(inner, ast.Reading) else inner
 
 
-def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> Optional[list[ir.CellIR]]:
+def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> list[ir.CellIR] | None:
     """The cells of a claim that compares a statistic with a number (or is one: `transfers(...)`)."""
     sink = st.sink
     before = sink.error_count()
@@ -409,11 +409,10 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
             for fname, v in low.refs("arm"):
                 arm_nodes[v] = low.bound.arg_node(fname)
     else:
-        if not claim.arms:
-            if low is not None:
-                arms = ", ".join(st.decls.names(["arm"])) or "none declared"
-                sink.emit("E0605", claim.expr, f"`{low.name}` is computed on an arm, but this claim names none",
-                          f"add `on ARM` after the claim (arms: {arms})")
+        if not claim.arms and low is not None:
+            arms = ", ".join(st.decls.names(["arm"])) or "none declared"
+            sink.emit("E0605", claim.expr, f"`{low.name}` is computed on an arm, but this claim names none",
+                      f"add `on ARM` after the claim (arms: {arms})")
         arm_nodes.update(_resolve_listed(claim.arms, "arm", f"(after `on` in hypothesis `{h.name.name}`)", st, sink))
 
     if low is None or test is None or not ok:
@@ -432,7 +431,7 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
         for s in scorers:
             if implicit and not covers(st, s, arm_nodes):
                 continue
-            for a, node in arm_nodes.items():
+            for a in arm_nodes:
                 if a in st.arms and s in st.scorers:
                     check_prompt(st.scorers[s], st.arms[a], scorer_nodes[s], st)
     else:
