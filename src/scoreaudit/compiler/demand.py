@@ -34,8 +34,8 @@ needed by nothing is reported by `unused` (warnings).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from scoreaudit import registry
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, CellIR, readings_of, walk_stats
@@ -108,7 +108,7 @@ def _measure_refs(audit: AuditIR, scorer: str) -> list[str]:
     try:
         entry = registry.REGISTRIES["scorer"].get(sc.call.plugin)
         specs = fields_of(entry.params)
-    except Exception:  # an unknown plugin was reported by check
+    except Exception:  # noqa: BLE001 - an unknown plugin was reported by check
         return []
     out = []
     for spec in specs.values():
