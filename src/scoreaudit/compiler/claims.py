@@ -10,19 +10,32 @@ checks of readings) never import each other.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Optional
 
 from scoreaudit.compiler import ir
-from scoreaudit.compiler.comparisons import (SIGNED_UNITS, _unit, _unit_words, _where_value, check_replicates,
-                                             check_where, comparison_of)
-from scoreaudit.compiler.hypotheses import (_resolve_listed, axis_of, check_needs, check_prompt, lower_claim,
-                                            lower_stat, make_test)
+from scoreaudit.compiler.comparisons import (
+    SIGNED_UNITS,
+    _unit,
+    _unit_words,
+    _where_value,
+    check_replicates,
+    check_where,
+    comparison_of,
+)
+from scoreaudit.compiler.hypotheses import (
+    _resolve_listed,
+    axis_of,
+    check_needs,
+    check_prompt,
+    lower_claim,
+    lower_stat,
+    make_test,
+)
 from scoreaudit.compiler.scopes import check_cells, covers, no_scorer
 from scoreaudit.compiler.values import text
 from scoreaudit.grammar import ast
 
 
-def lower_hypothesis(h: ast.HypothesisDecl, st) -> Optional[ir.HypothesisIR]:
+def lower_hypothesis(h: ast.HypothesisDecl, st) -> ir.HypothesisIR | None:
     if not h.claims:
         st.sink.emit("E0611", h, f"hypothesis `{h.name.name}` has no claim",
                      "add a claim, e.g. `fidelity_index(light) > 0 on real for each scorer`")
@@ -47,7 +60,7 @@ def lower_hypothesis(h: ast.HypothesisDecl, st) -> Optional[ir.HypothesisIR]:
 
 
 
-def _one(idents: tuple, kind: str, reading: ast.Reading, st) -> tuple[Optional[str], bool]:
+def _one(idents: tuple, kind: str, reading: ast.Reading, st) -> tuple[str | None, bool]:
     """The single arm/scorer a reading names (None when it names none); False after an error."""
     if not idents:
         return None, True
@@ -61,7 +74,7 @@ def _one(idents: tuple, kind: str, reading: ast.Reading, st) -> tuple[Optional[s
 
 
 def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp: ast.Comparison, st,
-                           multi: bool) -> Optional[list[ir.CellIR]]:
+                           multi: bool) -> list[ir.CellIR] | None:
     sink = st.sink
     before = sink.error_count()
     pseudo = SimpleNamespace(name=comp.kind, meta={"returns": "number"})
@@ -114,7 +127,7 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
     if claim.arms and not need_arm:
         sink.emit("W0461", claim.arms[0], "both readings name their arm, so `on ...` after the claim is not used",
                   "remove `on ...`, or leave `on` off one reading to compare it across the claim's arms")
-        arm_opts: list[Optional[str]] = [None]
+        arm_opts: list[str | None] = [None]
     elif need_arm:
         if not claim.arms:
             arms = ", ".join(st.decls.names(["arm"])) or "none declared"
@@ -131,7 +144,7 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
         node = claim.scorers if isinstance(claim.scorers, ast.EachScorer) else claim.scorers[0]
         sink.emit("W0460", node, "both readings name their scorer, so `for ...` after the claim expands nothing",
                   "remove it, or leave `for` off one reading to compare it with every scorer")
-        scorer_opts: list[Optional[str]] = [None]
+        scorer_opts: list[str | None] = [None]
     elif need_scorer:
         if implicit:
             scorer_opts = list(st.scorers)
