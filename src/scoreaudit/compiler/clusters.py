@@ -11,8 +11,6 @@ cluster). A manifest that cannot be read means "not known yet": no warning.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from scoreaudit import registry
 from scoreaudit.compiler import ir
 from scoreaudit.compiler.comparisons import manifest_of
@@ -45,7 +43,7 @@ def _generated(arm: ir.ArmIR) -> bool:
     return arm.call.plugin in registry.arms and registry.arms.get(arm.call.plugin).meta.get("source") == "generate"
 
 
-def _generated_count(st, arm: ir.ArmIR) -> Optional[int]:
+def _generated_count(st, arm: ir.ArmIR) -> int | None:
     """Clusters of a generated arm, as the run will form them (a template: one per seed; a prompts file:
     one per prompt, read when the file exists), or None when the prompts cannot be read here."""
     from pathlib import Path
@@ -62,7 +60,7 @@ def _generated_count(st, arm: ir.ArmIR) -> Optional[int]:
         return None
 
 
-def cluster_count(st, arm_name: str) -> Optional[int]:
+def cluster_count(st, arm_name: str) -> int | None:
     """Clusters of an images arm from its manifest (a generated arm: its prompts and seeds) at check time,
     or None when unknown."""
     arm = st.arms.get(arm_name)
