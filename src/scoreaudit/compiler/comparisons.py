@@ -21,7 +21,7 @@ import io
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from scoreaudit.compiler import ir
 from scoreaudit.diagnostics import did_you_mean
@@ -31,7 +31,7 @@ from scoreaudit.grammar import ast
 SIGNED_UNITS = ("sd", "sd per measure unit", "r", "measure units", "sd per covariate unit")
 
 
-def comparison_of(expr: Any) -> Optional[ast.Comparison]:
+def comparison_of(expr: Any) -> ast.Comparison | None:
     """The `difference`/`ratio` a claim expression tests, if it tests one."""
     left = getattr(expr, "left", None)
     if isinstance(left, ast.Abs):
@@ -39,7 +39,7 @@ def comparison_of(expr: Any) -> Optional[ast.Comparison]:
     return left if isinstance(left, ast.Comparison) else None
 
 
-def _unit(low) -> tuple[str, Optional[str]]:
+def _unit(low) -> tuple[str, str | None]:
     """(unit, what it is a unit of) of a lowered statistic: measure units depend on the measure."""
     unit = str(low.entry.meta.get("unit", "number"))
     of = None
@@ -50,7 +50,7 @@ def _unit(low) -> tuple[str, Optional[str]]:
     return unit, of
 
 
-def _unit_words(unit: str, scale: str, of: Optional[str] = None) -> str:
+def _unit_words(unit: str, scale: str, of: str | None = None) -> str:
     """`is in SD units`, `is a share`, `is in measure units of ita` (a predicate for messages)."""
     if unit == "sd":
         return "is in SD units" if scale == "sd" else "is in raw score units"
@@ -69,7 +69,7 @@ def _where_value(v: Any) -> str:
 
 
 @lru_cache(maxsize=32)
-def _read_manifest(path: str, mtime: float, size: int) -> Optional[tuple[tuple[str, ...], dict[str, frozenset]]]:
+def _read_manifest(path: str, mtime: float, size: int) -> tuple[tuple[str, ...], dict[str, frozenset]] | None:
     """(columns, column → set of values as text) of a CSV/TSV/JSON-lines/JSON-list manifest, or None."""
     p = Path(path)
     suffix = p.suffix.lower()
@@ -184,7 +184,7 @@ def check_where(reading: ast.Reading, arm_name: str, st) -> bool:
 # ---------------------------------------------------------------- per-arm checks of the statistics here
 
 
-def _column_known(col: str, arm_name: str, st) -> Optional[bool]:
+def _column_known(col: str, arm_name: str, st) -> bool | None:
     """True/False when the arm's declaration or manifest says whether `col` exists; None when unknown."""
     arm = st.arms.get(arm_name)
     if arm is None:
@@ -239,7 +239,7 @@ def check_arm(low, arm_name: str, arm_node: Any, st) -> bool:
     return ok
 
 
-def replicates_problem(name: str, params, arm: Optional[ir.ArmIR], scale: str) -> Optional[str]:
+def replicates_problem(name: str, params, arm: ir.ArmIR | None, scale: str) -> str | None:
     """Why statistic `name` on `arm` gives no cluster-bootstrap replicates (its `replicates` entry), else None.
 
     One side of `difference(...)`/`ratio(...)` needs them: the comparison resamples both readings
@@ -305,7 +305,7 @@ def check_combination(low, sink) -> bool:
 # ---------------------------------------------------------------- claims
 
 
-def _manifest_key(arm: ir.ArmIR) -> Optional[str]:
+def _manifest_key(arm: ir.ArmIR) -> str | None:
     p = arm.call.params
     return p.get("manifest") if isinstance(p.get("manifest"), str) else None
 
