@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
-from scoreaudit.grammar import ast
 from scoreaudit.compiler.resolve import Sink
 from scoreaudit.compiler.values import text
+from scoreaudit.grammar import ast
 from scoreaudit.registry import PluginEntry
 
 MAX_DOSES = 1000
@@ -69,7 +68,7 @@ class DoseSet:
     symmetric: bool
 
 
-def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float, object]]]:
+def expand(doses: ast.Doses, sink: Sink, what: str) -> list[tuple[float, object]] | None:
     """(value, node) pairs in written order; None after an error."""
     if isinstance(doses, ast.DoseList):
         return [(dose_key(n.value), n) for n in doses.values]
@@ -93,7 +92,7 @@ def expand(doses: ast.Doses, sink: Sink, what: str) -> Optional[list[tuple[float
 
 
 def check_doses(values: list[tuple[float, object]], entry: PluginEntry, sink: Sink, what: str,
-                decl_span_node: object) -> Optional[DoseSet]:
+                decl_span_node: object) -> DoseSet | None:
     identity = float(entry.fact("identity"))
     lo, hi = entry.meta.get("dose_range", (-math.inf, math.inf))
     ok = True
