@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from scoreaudit.compiler import ir as irm
 
@@ -83,7 +83,7 @@ def region_text(expr) -> str:
     return f"({region_text(expr.left)}) {'&' if expr.op == 'and' else '|'} ({region_text(expr.right)})"
 
 
-from scoreaudit.compiler.ir import table_params  # noqa: E402,F401  (defined beside the IR; used here and by the run)
+from scoreaudit.compiler.ir import table_params  # noqa: E402 - defined beside the IR; used here and by the run
 
 
 def data_paths(ir: irm.AuditIR) -> list[str]:
