@@ -16,19 +16,20 @@ formulas. Counts never enter keys or the fingerprint.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scoreaudit.compiler import ir
-from scoreaudit.datafiles import folder_images, manifest_rows
-from scoreaudit.gcpause import paused_gc
 from scoreaudit.compiler.demand import demand_of as demand
 from scoreaudit.compiler.reads import reads
-from scoreaudit.registry import reads_data
+from scoreaudit.datafiles import folder_images, manifest_rows
+from scoreaudit.gcpause import paused_gc
 from scoreaudit.keys import KEY_ALGO, canonical_json as canonical, digest, hash_value, sha256_text
+from scoreaudit.registry import reads_data
 
 PLAN_SCHEMA_VERSION = 1
 
@@ -57,16 +58,16 @@ class Step(BaseModel):
     id: str
     kind: StepKind = Field(description="Who runs it: " + "; ".join(f"{k}: {v}" for k, v in EXECUTED_BY.items()))
     key: str
-    plugin: Optional[str] = None
-    version: Optional[str] = None
+    plugin: str | None = None
+    version: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
-    arm: Optional[str] = None
+    arm: str | None = None
     # images this step processes (probe steps: images made, trajectories × (iterations + 1)); None: unknown
-    images: Optional[int] = None
-    forward_passes: Optional[int] = None  # scorer forward passes (score steps); None: unknown
-    denoising_steps: Optional[int] = None  # generate steps: images × steps; None: unknown
+    images: int | None = None
+    forward_passes: int | None = None  # scorer forward passes (score steps); None: unknown
+    denoising_steps: int | None = None  # generate steps: images × steps; None: unknown
     depends_on: tuple[str, ...] = ()
     # what needs this step (cell ids, `validate m under o`, `operator o`, `probe p`, ...): never part of its key
     needed_by: tuple[str, ...] = ()
@@ -81,9 +82,9 @@ class ExecutionPlan(BaseModel):
     key_algo_version: int = KEY_ALGO
     fingerprint: str
     steps: list[Step]
-    images: dict[str, Optional[int]] = Field(default_factory=dict)  # arm -> images (None: unknown)
+    images: dict[str, int | None] = Field(default_factory=dict)  # arm -> images (None: unknown)
     variants_per_image: dict[str, int] = Field(default_factory=dict)  # arm -> scored variants per image
-    forward_passes: dict[str, Optional[int]] = Field(default_factory=dict)  # scorer -> total (None: unknown)
+    forward_passes: dict[str, int | None] = Field(default_factory=dict)  # scorer -> total (None: unknown)
 
     def step(self, step_id: str) -> Step:
         for s in self.steps:
@@ -95,7 +96,7 @@ class ExecutionPlan(BaseModel):
 # ---------------------------------------------------------------- image counts
 
 
-def count_images(arm: ir.ArmIR, base: Optional[Path]) -> Optional[int]:
+def count_images(arm: ir.ArmIR, base: Path | None) -> int | None:
     """Images in an arm from its manifest (pairs: 2 per row), or None when it cannot be read cheaply."""
     if base is None:
         return None
@@ -186,11 +187,11 @@ def _region_order(ir_: ir.AuditIR) -> list[str]:
     return done
 
 
-def _mul(n: Optional[int], k: int) -> Optional[int]:
+def _mul(n: int | None, k: int) -> int | None:
     return None if n is None else n * k
 
 
-def count_trajectories(probe: ir.ProbeIR, base: Optional[Path]) -> Optional[int]:
+def count_trajectories(probe: ir.ProbeIR, base: Path | None) -> int | None:
     """A probe's trajectories (prompts × seeds), or None when its prompts cannot be read here."""
     if base is None:
         return None
@@ -409,9 +410,9 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
           reads=tuple(f"cells/{c.id}" for c in cells), writes=("results.json", "report"), depends_on=report_deps,
           needed_by=tuple(c.id for c in cells))
 
-    forward: dict[str, Optional[int]] = {}
+    forward: dict[str, int | None] = {}
     for s_name in audit.scorers:  # what the score steps cost (a probe's passes are its own step's)
-        total: Optional[int] = 0
+        total: int | None = 0
         for s in b.steps:
             if s.kind == "score" and s.params.get("scorer") == s_name:
                 total = None if total is None or s.forward_passes is None else total + s.forward_passes
@@ -534,7 +535,7 @@ def stages(plan: ExecutionPlan) -> list[ArmStage | Step]:
     return [ArmStage(u, tuple(per_arm[u])) if isinstance(u, str) else u for u in out]
 
 
-Handler = Optional[Callable[[Any], None]]
+Handler = Callable[[Any], None] | None
 
 
 def walk(plan: ExecutionPlan, handlers: Mapping[str, Handler]) -> None:
@@ -576,7 +577,7 @@ def arm_work(plan: ExecutionPlan) -> dict[str, ArmStage]:
 # ---------------------------------------------------------------- printing
 
 
-def render_plan(plan: ExecutionPlan, status: Optional[dict] = None) -> str:
+def render_plan(plan: ExecutionPlan, status: dict | None = None) -> str:
     """A readable printout: one line per step (reads → writes), then the totals.
 
     `status` (runtime.executor.cache_status): each step says whether it is cached or to run,
