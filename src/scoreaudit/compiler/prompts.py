@@ -15,9 +15,9 @@ import string
 from pathlib import Path
 from typing import Any
 
-from scoreaudit.grammar import ast
 from scoreaudit.compiler.resolve import Sink
 from scoreaudit.compiler.values import number, text
+from scoreaudit.grammar import ast
 
 
 class BadPrompts(Exception):
