@@ -23,7 +23,7 @@ class Reads:
     measures: tuple[tuple[str, str], ...] = ()  # (operator, measure or covariate name)
     selections: tuple[str, ...] = ()
 
-    def __add__(self, other: "Reads") -> "Reads":
+    def __add__(self, other: Reads) -> Reads:
         return Reads(tuple(dict.fromkeys(self.operators + other.operators)),
                      tuple(dict.fromkeys(self.measures + other.measures)),
                      tuple(dict.fromkeys(self.selections + other.selections)))
