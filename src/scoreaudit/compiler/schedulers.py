@@ -26,7 +26,7 @@ def known_schedulers() -> frozenset[str] | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     try:
-        text = (Path(list(spec.submodule_search_locations)[0]) / "schedulers" / "__init__.py").read_text("utf-8")
+        text = (Path(next(iter(spec.submodule_search_locations))) / "schedulers" / "__init__.py").read_text("utf-8")
     except OSError:
         return None
     names = frozenset(_NAME.findall(text))
