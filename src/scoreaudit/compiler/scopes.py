@@ -19,8 +19,9 @@ what they imply, so a spec never asks for work outside a scope:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from types import SimpleNamespace
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from scoreaudit import registry
 from scoreaudit.compiler import ir
@@ -36,7 +37,7 @@ IMAGES_ONLY = frozenset({"region", "measure", "covariate", "operator", "placebo"
 # ---------------------------------------------------------------- lowering
 
 
-def lower_scope(d: Any, kind: str, st) -> Optional[tuple[str, ...]]:
+def lower_scope(d: Any, kind: str, st) -> tuple[str, ...] | None:
     """The arms of declaration `d`'s `on ARM, ARM`, resolved, in the order the arms are declared; None after an
     error (the declaration then fails).
 
@@ -157,7 +158,7 @@ def scopes_pass(module: ast.Module, st) -> None:
                        "it picks among the operator's dose variants by the measure, on one arm at a time")
 
 
-def _share_arm(st, code: str, d: Any, m: Optional[ir.MeasureIR], o: Optional[ir.OperatorIR], what: str,
+def _share_arm(st, code: str, d: Any, m: ir.MeasureIR | None, o: ir.OperatorIR | None, what: str,
                why: str) -> None:
     if m is None or o is None or not (m.on or o.on):
         return
