@@ -313,6 +313,31 @@ def cmd_lsp(args) -> int:
     return serve()
 
 
+def cmd_view(args) -> int:
+    try:  # the explorer is another front end over bundles, like the language server (the view extra)
+        from scoreaudit.view.app import serve
+    except ImportError as e:  # starlette / uvicorn
+        _err(f"error: scoreaudit view needs the view extra ({e.name or e}): pip install 'scoreaudit[view]'")
+        return int(Exit.ENVIRONMENT)
+    serve(args.dirs, port=args.port, echo=lambda line: print(safe_text(line), flush=True))
+    return Exit.OK
+
+
+def cmd_diff(args) -> int:
+    from scoreaudit.view.compare import diff_bundles, text_lines, triggers_fail_on
+
+    cmp = diff_bundles(args.a, args.b)
+    if args.format == "json":
+        print(json.dumps(cmp.as_json(), indent=2))
+    else:
+        _out("\n".join(text_lines(cmp)))
+    triggered = triggers_fail_on(cmp) if args.fail_on else []
+    if triggered:
+        _err(f"--fail-on changed: {len(triggered)} cell(s) changed outcome or are in one bundle only")
+        return Exit.FAIL_ON
+    return Exit.OK
+
+
 def _at_least(low: int):
     """An argparse type: an integer >= `low` (a usage error, exit 2, otherwise; never a crash later)."""
     def parse(text: str) -> int:
@@ -440,6 +465,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = command("lsp", "language server for editors, over stdin/stdout (the lsp extra)")
     s.set_defaults(func=cmd_lsp)
+
+    s = command("view", "explore bundles in a browser: cells, images, exclusions, two runs side by side "
+                "(127.0.0.1 only; the view extra)")
+    s.add_argument("dirs", nargs="+", metavar="DIR", help="results folder(s) written by `scoreaudit run`")
+    s.add_argument("--port", type=_at_least(0), default=0, help="port on 127.0.0.1 (default 0: a free one)")
+    s.set_defaults(func=cmd_view)
+
+    s = command("diff", "compare two bundles cell by cell: changed outcomes, estimate changes, paired intervals")
+    s.add_argument("a", metavar="A", help="results folder (before)")
+    s.add_argument("b", metavar="B", help="results folder (after)")
+    _format_option(s)
+    s.add_argument("--fail-on", choices=["changed"], default=None,
+                   help="exit 4 when a cell changed outcome or is in one bundle only (for CI)")
+    s.set_defaults(func=cmd_diff)
     return p
 
 

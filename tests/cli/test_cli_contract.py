@@ -137,7 +137,9 @@ def test_cli_goes_through_the_api_facade_only():
     src = (ROOT / "src" / "scoreaudit" / "cli.py").read_text(encoding="utf-8")
     imports = set(re.findall(r"^\s*(?:from|import) (scoreaudit[\w.]*)", src, re.M))
     # the language server is another front end over the same facade (it imports api itself), not a layer
-    assert imports <= {"scoreaudit", "scoreaudit.diagnostics", "scoreaudit.exitcodes", "scoreaudit.lsp.server"}, imports
+    # so is the bundle explorer (`view`, `diff`): it reads bundles only, through the reports' reader
+    assert imports <= {"scoreaudit", "scoreaudit.diagnostics", "scoreaudit.exitcodes", "scoreaudit.lsp.server",
+                       "scoreaudit.view.app", "scoreaudit.view.compare"}, imports
 
 
 def test_statistics_stage_prints_progress_lines_off_a_terminal(monkeypatch, capsys, tmp_path):
