@@ -313,6 +313,47 @@ def cmd_lsp(args) -> int:
     return serve()
 
 
+SHELLS = ("bash", "zsh", "fish")
+
+
+def cmd_completion(args) -> int:
+    """The shell code that makes SHELL complete `scoreaudit` (argcomplete's, for this executable name)."""
+    import argcomplete
+
+    sys.stdout.write(argcomplete.shellcode(["scoreaudit"], shell=args.shell))
+    return Exit.OK
+
+
+class _Paths:
+    """An argcomplete completer, built only while completing (argcomplete is not imported otherwise).
+
+    `suffix`: complete files with that extension (and folders, to descend into); None: folders only."""
+
+    def __init__(self, suffix: str | None = None) -> None:
+        self.suffix = suffix
+
+    def __call__(self, **kwargs):
+        from argcomplete.completers import DirectoriesCompleter, FilesCompleter
+
+        inner = FilesCompleter(allowednames=(self.suffix,)) if self.suffix else DirectoriesCompleter()
+        return inner(**kwargs)
+
+
+def _complete(action, suffix: str | None = None):
+    action.completer = _Paths(suffix)
+    return action
+
+
+def _autocomplete(parser: argparse.ArgumentParser) -> None:
+    """Answer a shell's completion request and exit (argcomplete's protocol: `_ARGCOMPLETE` is set).
+
+    Checked before argcomplete is imported, so a command that is not completing pays nothing for it."""
+    if "_ARGCOMPLETE" in os.environ:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+
+
 def cmd_view(args) -> int:
     try:  # the explorer is another front end over bundles, like the language server (the view extra)
         from scoreaudit.view.app import serve
@@ -367,13 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
                "help": "let the spec read data outside its own folder (refused by default)"}
 
     s = command("check", "check specs (and the manifests and tables they name) without running anything")
-    s.add_argument("files", nargs="+", metavar="FILE", help=".audit file(s) to check")
+    _complete(s.add_argument("files", nargs="+", metavar="FILE", help=".audit file(s) to check"), "audit")
     _format_option(s)
     s.add_argument("--allow-outside", **outside)
     s.set_defaults(func=cmd_check)
 
     s = command("plan", "print the execution plan: steps, images, forward passes per scorer")
-    s.add_argument("file", metavar="FILE", help=".audit file")
+    _complete(s.add_argument("file", metavar="FILE", help=".audit file"), "audit")
     _format_option(s)
     s.add_argument("--allow-outside", **outside)
     s.add_argument("--cache", nargs="?", const="", default=None, metavar="FILE",
@@ -382,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_plan)
 
     s = command("fmt", "canonical formatting (prints the formatted spec unless --write or --check)")
-    s.add_argument("files", nargs="+", metavar="FILE", help=".audit file(s) to format")
+    _complete(s.add_argument("files", nargs="+", metavar="FILE", help=".audit file(s) to format"), "audit")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--write", "-w", action="store_true", help="rewrite the files in place")
     g.add_argument("--check", action="store_true", help="exit 1 when a file is not formatted (nothing is written)")
@@ -400,8 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_scorers)
 
     s = command("run", "run an audit (cached, resumable), write the results bundle and the report")
-    s.add_argument("file", metavar="FILE", help=".audit file")
-    s.add_argument("--out", default=None, metavar="DIR", help="results folder (default: out/<spec name> next to the spec)")
+    _complete(s.add_argument("file", metavar="FILE", help=".audit file"), "audit")
+    _complete(s.add_argument("--out", default=None, metavar="DIR",
+                             help="results folder (default: out/<spec name> next to the spec)"))
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where scorers run (default auto: cuda when available)")
     s.add_argument("--tensor-path", choices=["auto", "on", "off"], default="auto",
@@ -423,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     s = command("report", "re-render the report from a results folder (no recompute)")
-    s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
+    _complete(s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`"))
     s.add_argument("--formats", default=None, metavar="LIST",
                    help="html, pdf or html,pdf (default: what the spec's report block asks)")
     s.add_argument("--format", dest="export", choices=["tex", "md"], default=None,
@@ -433,19 +475,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_report)
 
     s = command("verify", "recompute every reported number from the bundle's tables; exit 5 on a mismatch")
-    s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`")
+    _complete(s.add_argument("dir", metavar="DIR", help="results folder written by `scoreaudit run`"))
     s.add_argument("--format", choices=["text", "json"], default="text",
                    help="json: {bundle, ok, status, mismatches, unchecked} on stdout (exit codes as for text)")
     s.set_defaults(func=cmd_verify)
 
     s = command("lock", "pre-register: write FILE.lock (every outcome-changing item, UTC time)")
-    s.add_argument("file", metavar="FILE", help=".audit file to lock")
+    _complete(s.add_argument("file", metavar="FILE", help=".audit file to lock"), "audit")
     s.add_argument("--after-scoring", action="store_true",
                    help="lock although scores of the spec exist already (recorded: the report says so)")
     s.set_defaults(func=cmd_lock)
 
     s = command("simulate", "design diagnosis with planted scorers: power, false-positive rate, CI coverage")
-    s.add_argument("file", metavar="FILE", help=".audit file")
+    _complete(s.add_argument("file", metavar="FILE", help=".audit file"), "audit")
     s.add_argument("--reps", type=_at_least(1), default=200, help="simulated replications (default 200)")
     s.add_argument("--truth", default=None, metavar="FILE", help="JSON file of true values per scorer")
     s.add_argument("--bootstrap", type=_at_least(1), default=None, metavar="N",
@@ -479,6 +521,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fail-on", choices=["changed"], default=None,
                    help="exit 4 when a cell changed outcome or is in one bundle only (for CI)")
     s.set_defaults(func=cmd_diff)
+
+    s = command("completion", "print the shell code for tab completion: eval \"$(scoreaudit completion bash)\" "
+                "(zsh: the same with zsh; fish: scoreaudit completion fish | source)")
+    s.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    s.set_defaults(func=cmd_completion)
     return p
 
 
@@ -548,7 +595,9 @@ def _dispatch(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    _autocomplete(parser)
+    args = parser.parse_args(argv)
     status = _dispatch(args)
     try:
         sys.stdout.flush()
