@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from scoreaudit.numfmt import ci, num, pval
+from scoreaudit.numfmt import ci, num, plain, pval
 from scoreaudit.view import pages
 from scoreaudit.view.bundle import CONTENT_TYPES, Bundle, open_bundle
 from scoreaudit.view.compare import compare, moved_estimate
@@ -37,7 +37,7 @@ HOSTS = ["127.0.0.1", "localhost"]
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("scoreaudit.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, pval=pval)
+    env.filters.update(num=num, pval=pval, plain=plain)
     env.globals.update(ci=ci)
     return env
 

@@ -191,7 +191,7 @@ def triggers_fail_on(cmp: Comparison) -> list[str]:
 
 def text_lines(cmp: Comparison) -> list[str]:
     """What `scoreaudit diff` prints for people."""
-    from scoreaudit.numfmt import ci, num, signed
+    from scoreaudit.numfmt import ci, num, plain, signed
 
     lines = [f"A: {cmp.a}", f"B: {cmp.b}"]
     for o in cmp.images:
@@ -204,7 +204,7 @@ def text_lines(cmp: Comparison) -> list[str]:
         s = f"  {c.id}: {c.outcome_a} -> {c.outcome_b}; estimate {num(c.estimate_a)} -> {num(c.estimate_b)} " \
             f"(change {signed(c.change)}"
         if c.paired is not None:
-            s += f"; paired {num(100 * (c.ci_level or 0))}% interval {ci(c.ci_low, c.ci_high)} over " \
+            s += f"; paired {plain(100 * (c.ci_level or 0))}% interval {ci(c.ci_low, c.ci_high)} over " \
                  f"{c.n_shared} shared clusters"
         return s + ")"
     if cmp.changed:

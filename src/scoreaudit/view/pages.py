@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from scoreaudit.numfmt import ci, num, pval
+from scoreaudit.numfmt import ci, num, plain, pval
 
 FILTERS = ("hypothesis", "scorer", "arm", "outcome")
 SORTS = ("id", "hypothesis", "scorer", "arm", "statistic", "estimate", "q", "outcome")
@@ -210,7 +210,7 @@ def cell_page(bundle, cell: dict) -> dict:
     detail = {str(k): v for k, v in (cell.get("detail") or {}).items() if not isinstance(v, (dict, list))}
     return {"cell": cell, "hypothesis_title": str(hyp.get("title") or ""), "arm": arm_text(cell),
             "estimate": num(cell.get("estimate")), "interval": ci(cell.get("ci_low"), cell.get("ci_high")),
-            "level": num(100 * (_f(cell.get("ci_level")) or 0)) + "%" if _f(cell.get("ci_level")) else "",
+            "level": plain(100 * (_f(cell.get("ci_level")) or 0)) + "%" if _f(cell.get("ci_level")) else "",
             "p": pval(cell.get("p")), "q": pval(cell.get("q")), "detail": detail,
             "histogram": histogram_svg(values, _f(cell.get("estimate")), _f(cell.get("ci_low")), _f(cell.get("ci_high"))),
             "contributors": contributors(bundle, cell)}
