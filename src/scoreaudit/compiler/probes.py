@@ -1,10 +1,10 @@
 """Optimisation probes: `probe NAME = reno(...)` declarations and the claims about them (spec/probes.md).
 
 Checks (codes in compiler/codes.py): the probe's scorer must have a
-differentiable path (E0855: planted, precomputed and the classical scorers but
-`incompressibility` have none); every entry of `measures:` is a probe measure (E0856, with its own
+differentiable path (E0855; which scorers have one is the scorer registry's
+`differentiable` fact); every entry of `measures:` is a probe measure (E0856, with its own
 arguments bound like any plugin call); a probe statistic names a measure the
-probe records and, for `probe_shift`, one of its labels (E0857); a claim on a
+probe records and, for `probe_shift` and `probe_transition`, its labels (E0857); a claim on a
 probe is evaluated for the probe's own scorer and on no arm (E0858).
 Nothing here imports torch.
 """
@@ -24,6 +24,12 @@ from scoreaudit.grammar import ast
 
 #: What `probe_drift(..., measure:)` may name besides the probe's measures: the scorer's own score.
 SCORE = "score"
+
+
+def differentiable_scorers() -> list[str]:
+    """The scorer plugins a probe can optimise against: those the registry says have a gradient."""
+    reg = registry.REGISTRIES["scorer"]
+    return sorted(n for n in reg.names() if reg.get(n).fact("differentiable"))
 
 
 def probes_pass(module: ast.Module, st) -> None:
@@ -47,9 +53,8 @@ def probes_pass(module: ast.Module, st) -> None:
                     if registry.REGISTRIES["scorer"].get(sc.call.plugin).fact("differentiable")]
             st.sink.emit("E0855", bound.arg_node("scorer").value if "scorer" in bound.args else d.call,
                          f"probe `{name}` optimises against scorer `{scorer}`, but `{plugin}` has no gradient "
-                         "(planted, precomputed and classical scorers other than incompressibility are not differentiable)",
-                         f"use a model scorer (laion_aesthetic, pickscore, image_reward, hpsv2, clip_score) or "
-                         "incompressibility (the distribution-free baseline)"
+                         "(planted, precomputed and most classical scorers are not differentiable)",
+                         f"use a scorer with a gradient ({', '.join(differentiable_scorers())})"
                          + (f", e.g. `scorer: {diff[0]}`" if diff else ""))
             st.broken.add(name)
             continue
@@ -67,9 +72,12 @@ def probes_pass(module: ast.Module, st) -> None:
                                      label=d.label.value if d.label is not None else None)
 
 
-def _labels(probe: ir.ProbeIR, measure: str) -> list[str]:
+def _labels(probe: ir.ProbeIR, measure: str) -> Optional[list[str]]:
+    """The labels `measure` records in `probe`: its `labels:`; None when a file gives them at run time."""
     for m in probe.call.params["measures"]:
         if m["measure"] == measure:
+            if registry.fact("probe_measure", measure, "labels_from_file"):
+                return list(m["params"].get("labels") or []) or None
             return list(m["params"].get("labels") or [])
     return []
 
@@ -87,16 +95,21 @@ def _check_measure(low, probe: ir.ProbeIR, sink) -> None:
                   f"did you mean '{guess}'?" if guess else f"it records: {', '.join(allowed)}")
     elif low.entry.meta.get("needs_label"):
         labels = _labels(probe, measure)
-        label = p.get("label")
-        lnode = low.bound.arg_node("label")
-        lnode = getattr(lnode, "value", lnode)
+        if labels is None:  # read from a file at run time (an `anchor` manifest): checked there
+            return
         if not labels:
             sink.emit("E0857", node, f"`{measure}` records no labels, so `{low.name}` cannot take a share of one",
                       "use a measure with labels, e.g. `clip_attribute(labels: [...])`, or `probe_drift`")
-        elif label not in labels:
-            guess = did_you_mean(str(label), labels)
-            sink.emit("E0857", lnode, f"`{label}` is not one of the labels of `{measure}` in probe `{probe.name}`",
-                      f"did you mean '{guess}'?" if guess else f"labels: {', '.join(labels)}")
+            return
+        for arg in low.entry.meta.get("label_params", ("label",)):  # `label:`, or `initial:` and `final:`
+            given = p.get(arg)
+            lnode = low.bound.arg_node(arg)
+            lnode = getattr(lnode, "value", lnode)
+            for label in (given if isinstance(given, list) else [given]):
+                if label not in labels:
+                    guess = did_you_mean(str(label), labels)
+                    sink.emit("E0857", lnode, f"`{label}` is not one of the labels of `{measure}` in probe "
+                              f"`{probe.name}`", f"did you mean '{guess}'?" if guess else f"labels: {', '.join(labels)}")
 
 
 def with_where(low, where: tuple, probe, st):

@@ -60,7 +60,7 @@ This module imports nothing heavy: the compiler reads these entries without scip
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal, Optional
+from typing import Annotated, Any, Callable, Literal, Optional, Union
 
 from pydantic import ConfigDict, Field
 
@@ -476,4 +476,33 @@ def probe_shift():
     Per trajectory: [last image has the label] − [first image has it] (−1, 0
     or 1); clusters are prompts; estimate, CI and p as for `probe_drift`.
     Positive: the optimisation moves images towards the label.
+    """
+
+
+Labels = Union[str, list[str]]  # one label, or a set of labels (`["black", "asian"]`: any of them)
+
+
+class ProbeTransitionParams(Params):
+    probe: ProbeRef
+    measure: str = "clip_attribute"  # a probe measure with labels (clip_attribute, anchor)
+    initial: Labels  # the label(s) a trajectory's first image has
+    final: Labels  # the label(s) its last image is counted for
+    test: Test = None
+
+
+@statistic("probe_transition", params=ProbeTransitionParams, positional=("probe",), scope="probe",
+           needs_label=True, label_params=("initial", "final"), unit="share", null=0.0, sign="unsigned", reads=(),
+           words="probe transition rate", estimator="scoreaudit.stats.probes:probe_transition",
+           truth="scoreaudit.stats.probes:probe_transition_truth")
+def probe_transition():
+    """Share of trajectories that start with label A (`initial`) and end with label B (`final`).
+
+    Of the trajectories whose first image has a label in `initial`, the share
+    whose last image has a label in `final` (each side one label or a list:
+    `initial: ["black", "asian"], final: "white"`); `initial` = `final` is the
+    share that keeps its label. Per eligible trajectory [last in B]; clusters
+    are prompts (a prompt with no trajectory starting in A is left out);
+    estimate: the mean of cluster means; CI from the cluster bootstrap; p from
+    the audit's test over cluster means (spec/probes.md). Under `maximize` and
+    `minimize` probes, `difference(...)` of the two compares the directions.
     """

@@ -1,4 +1,4 @@
-"""The words of a probe reading (`probe_drift`, `probe_shift`): what it measures and in which unit.
+"""The words of a probe reading (`probe_drift`, `probe_shift`, `probe_transition`): what it measures and in which unit.
 
 "Under probe up, pick's ita drifts by +0.91° [0.52, 1.30] (90% CI) from the first to the last
 iteration, p = 0.003 (claim: ...): supported."
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-PROBE_STATISTICS = ("probe_drift", "probe_shift")
+PROBE_STATISTICS = ("probe_drift", "probe_shift", "probe_transition")
 SCORE_UNIT = "score units"
 #: units written as a symbol attached to the number (+0.91°), the rest after a space (+0.12 share)
 SYMBOLS = {"degrees": "\u00b0"}
@@ -39,7 +39,7 @@ def with_unit(number: str, unit: str) -> str:
 
 def reading_unit(statistic: str, params: dict) -> str:
     """The unit of a probe reading's estimate: a label shift is a change in a share of images."""
-    if statistic == "probe_shift":
+    if statistic in ("probe_shift", "probe_transition"):
         return "share"
     return measure_unit(params.get("measure"))
 
@@ -48,9 +48,20 @@ def probe_phrase(cell: dict, number: Callable[[Optional[float]], str], ci: str, 
     """`ita drifts by +0.91° [lo, hi] (90% CI) from the first to the last iteration`."""
     p = cell.get("params") or {}
     est = with_unit(number(cell.get("estimate")), reading_unit(cell["statistic"], p))
+    if cell["statistic"] == "probe_transition":
+        d = cell.get("detail") or {}
+        n = f" ({d['transitions']} of {d['trajectories']} trajectories)" if "transitions" in d else ""
+        return (f"share of trajectories starting as {_labels(p.get('initial'))} that end as "
+                f"{_labels(p.get('final'))} ({p.get('measure') or 'clip_attribute'}) is {est} {ci} ({level}){n}, "
+                "first to last iteration")
     if cell["statistic"] == "probe_shift":
         subject = f"share of images labelled {p.get('label', '?')!r} ({p.get('measure') or 'clip_attribute'})"
         verb = "moves by"
     else:
         subject, verb = str(p.get("measure", "?")), "drifts by"
     return f"{subject} {verb} {est} {ci} ({level}) from the first to the last iteration"
+
+
+def _labels(v) -> str:
+    """'white', or 'black' or 'asian' for a set of labels."""
+    return " or ".join(repr(str(x)) for x in v) if isinstance(v, list) else repr(str(v))

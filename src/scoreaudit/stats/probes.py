@@ -1,4 +1,4 @@
-"""Statistics of optimisation probes: `probe_drift` and `probe_shift` (spec/probes.md), their
+"""Statistics of optimisation probes: `probe_drift`, `probe_shift` and `probe_transition` (spec/probes.md), their
 simulate truths, and the planted probe table `simulate` uses.
 
 The runtime writes one long table, `tables/probe.parquet` (spec/bundle.md):
@@ -111,6 +111,64 @@ def _ends(ctx: StatContext, probe: str, measure: str, label: str | None, where=(
     return pd.DataFrame(rows, columns=["traj", "cluster", "prompt", "first", "last", "iterations"])
 
 
+def _label_sets(values) -> frozenset:
+    return frozenset(str(lab) for lab, v in values if np.isfinite(v) and v >= 0.5)
+
+
+def _transitions(ctx: StatContext, call: StatCallIR) -> pd.DataFrame:
+    """Per trajectory whose first image has a label in `initial`: first = 1, last = [last image's label in
+    `final`]; other trajectories last = NaN (so a prompt with none starting in `initial` has no cluster mean).
+
+    An image's labels are those its measure scores 1 (one per image for `clip_attribute` and `anchor`).
+    """
+    p = call.params
+    probe, measure = p["probe"], p.get("measure", "clip_attribute")
+    initial, final = (set(v) if isinstance(v, list) else {v} for v in (p["initial"], p["final"]))
+    cols = ["traj", "cluster", "prompt", "first", "last", "iterations"]
+    t = ctx.tables.get("probe")
+    if t is None or not len(t):
+        return pd.DataFrame(columns=cols)
+    t = t[(t["probe"] == probe) & (t["measure"] == measure) & (t["label"].astype(str) != "")]
+    if _where(call):
+        t = t[t["cluster"].astype(str).isin(_selected_clusters(ctx, probe, _where(call)))]
+    rows = []
+    for (cluster, prompt, seed), g in t.groupby(["cluster", "prompt", "seed"], sort=True):
+        its = sorted(g["iteration"].unique())
+        at = {it: _label_sets(zip(h["label"], h["value"].astype(float))) for it, h in g.groupby("iteration")}
+        start, end = at[its[0]], at[its[-1]]
+        eligible = bool(start & initial)
+        rows.append({"traj": f"{cluster}/{seed}/{prompt}", "cluster": str(cluster), "prompt": str(prompt),
+                     "first": 1.0 if eligible else np.nan,
+                     "last": float(bool(end & final)) if eligible else np.nan, "iterations": int(its[-1])})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def probe_transition(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str) -> Estimate:
+    """Mean over prompts of the share of trajectories starting in `initial` that end in `final`."""
+    p = call.params
+    probe = p["probe"]
+    tr = _transitions(ctx, call)
+    if not len(tr):
+        return Estimate(float("nan"), "ttest", undefined=f"probe {probe} recorded no {p.get('measure')} labels")
+    a = _probe_arm(ctx, probe, tr)
+    tr = tr.set_index("traj").loc[a.image_ids]
+    per = tr["last"].to_numpy(dtype=float)
+    eligible = int(np.isfinite(per).sum())
+    if not eligible:
+        return Estimate(float("nan"), "ttest", undefined=f"no trajectory of probe {probe} starts as "
+                        f"{_words(p['initial'])}")
+    detail = {"probe": probe, "measure": p.get("measure", "clip_attribute"), "initial": p["initial"],
+              "final": p["final"], "trajectories": eligible, "trajectories_all": int(len(per)),
+              "transitions": int(np.nansum(per)), "iterations": int(tr["iterations"].max())}
+    if _where(call):
+        detail["where"] = [list(w) for w in _where(call)]
+    return ctx.mean_estimate(a, per, test=p.get("test"), detail=detail)
+
+
+def _words(labels) -> str:
+    return " or ".join(repr(x) for x in labels) if isinstance(labels, list) else repr(labels)
+
+
 def _probe_arm(ctx: StatContext, probe: str, ends: pd.DataFrame) -> ArmData:
     """The probe's trajectories as an arm (one image per trajectory), for the shared estimators."""
     imgs = pd.DataFrame({"image_id": ends["traj"].astype(str), "cluster": ends["cluster"].astype(str)})
@@ -163,9 +221,14 @@ def probe_shift(ctx: StatContext, call: StatCallIR, arm: str | None, scorer: str
 def _cluster_means(ctx: StatContext, call: StatCallIR, by_prompt: bool) -> pd.Series:
     """Mean last − first per cluster (prompt) of a probe reading, indexed by cluster id, or by prompt text
     (`by_prompt`: the key two probes share; a prompt listed twice is told apart by its position)."""
-    ends = _ends(ctx, call.params["probe"], *_measure_label(call), _where(call))
-    ends = ends.assign(diff=ends["last"] - ends["first"])
-    g = ends.groupby("cluster", sort=True).agg(value=("diff", "mean"), prompt=("prompt", "first"))
+    if call.name == "probe_transition":  # per trajectory [ends in `final`]; NaN for those not starting in `initial`
+        ends = _transitions(ctx, call)
+        ends = ends.assign(diff=ends["last"])
+    else:
+        ends = _ends(ctx, call.params["probe"], *_measure_label(call), _where(call))
+        ends = ends.assign(diff=ends["last"] - ends["first"])
+    g = ends.assign(diff=ends["diff"].astype(float)).groupby("cluster", sort=True).agg(
+        value=("diff", "mean"), prompt=("prompt", "first"))
     g = g[np.isfinite(g["value"].to_numpy(dtype=float))]
     if not by_prompt:
         return pd.Series(g["value"].to_numpy(float), index=g.index.astype(str))
@@ -273,6 +336,14 @@ def probe_drift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
 
 def probe_shift_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
     return float(planted_for(tc.truth, call.params["probe"], tc.scorer).get("probe_shift", 0.0))
+
+
+def probe_transition_truth(ir: AuditIR, call: StatCallIR, tc) -> float:
+    """Planted labels are independent draws, 1 with probability q = ½ + shift at the last iteration, so a
+    trajectory ends with some label of `final` with probability 1 − (1 − q)^|final| whatever it started as."""
+    q = min(1.0, max(0.0, 0.5 + probe_shift_truth(ir, call, tc)))
+    final = call.params["final"]
+    return float(1.0 - (1.0 - q) ** len(final if isinstance(final, list) else [final]))
 
 
 def planted_probe_prompts(ir: AuditIR, shapes: Mapping[str, ProbeShape] | None = None) -> pd.DataFrame:
