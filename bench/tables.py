@@ -85,7 +85,7 @@ def child(folder: Path) -> None:
     from scoreaudit.compiler.check import check
     from scoreaudit.grammar.parser import parse
     from scoreaudit.registry import load_plugins
-    from scoreaudit.runtime.images import load_manifest
+    from scoreaudit.runtime.manifests import load_manifest
     from scoreaudit.runtime.precomputed import load_tables, precomputed_scores
 
     load_plugins()

@@ -1,7 +1,7 @@
 """What counts as an image file and how many records a manifest holds: one answer for plan and run.
 
 The planner (`compiler/plan.py`) counts an arm's images before anything runs
-and the runtime (`runtime/images.py`) lists the same folder to read them; both
+and the runtime (`runtime/manifests.py`) lists the same folder to read them; both
 ask this module, so the count `scoreaudit plan` prints is the number the run
 reads (a suffix listed in one place only once made a `.gif` count 0 in the
 plan and 1 in the run).

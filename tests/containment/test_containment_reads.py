@@ -20,7 +20,8 @@ def _arm_spec(arm: str) -> str:
 def test_a_swapped_in_link_after_the_manifest_check_is_not_read(tmp_path):
     """The race of the issue (30 of 60 images read): the check passes, then the files become links out."""
     from scoreaudit.compiler.ir import AuditIR  # noqa: F401
-    from scoreaudit.runtime.images import decode_record, load_manifest
+    from scoreaudit.runtime.images import decode_record
+    from scoreaudit.runtime.manifests import load_manifest
 
     spec = project(tmp_path / "p", spec=PLAIN_SPEC, n_real=3)
     ir, _ = api.compile(spec)
@@ -38,7 +39,8 @@ def test_a_swapped_in_link_after_the_manifest_check_is_not_read(tmp_path):
 
 
 def test_a_swapped_in_link_inside_the_project_is_still_read(tmp_path):
-    from scoreaudit.runtime.images import decode_record, load_manifest
+    from scoreaudit.runtime.images import decode_record
+    from scoreaudit.runtime.manifests import load_manifest
 
     spec = project(tmp_path / "p", spec=PLAIN_SPEC, n_real=2)
     ir, _ = api.compile(spec)
@@ -161,7 +163,7 @@ def test_a_manifest_swapped_for_a_link_after_the_containment_check_is_not_read(t
     """The manifest is opened contained on its descriptor: swapped between `inside` and the read, it is refused."""
     import json as _json
 
-    from scoreaudit.runtime import images
+    from scoreaudit.runtime import manifests
 
     spec = project(tmp_path / "p", spec=PLAIN_SPEC, n_real=3)
     man = spec.parent / "data" / f"real.{suffix}"
@@ -174,7 +176,7 @@ def test_a_manifest_swapped_for_a_link_after_the_containment_check_is_not_read(t
     secret = tmp_path / f"secret.{suffix}"
     shutil.copy(man, secret)  # a valid manifest: only containment can refuse it
     ir, _ = api.compile(spec)
-    real_inside = images._inside
+    real_inside = manifests._inside
 
     def swap_after_check(path, root):  # the check passes, then the file becomes a link out
         ok = real_inside(path, root)
@@ -183,6 +185,6 @@ def test_a_manifest_swapped_for_a_link_after_the_containment_check_is_not_read(t
             os.symlink(secret, man)
         return ok
 
-    monkeypatch.setattr(images, "_inside", swap_after_check)
-    result = images.load_manifest(ir.arms["real"], spec.parent, root=spec.parent, probe=False)
+    monkeypatch.setattr(manifests, "_inside", swap_after_check)
+    result = manifests.load_manifest(ir.arms["real"], spec.parent, root=spec.parent, probe=False)
     assert not result.records and [d.code for d in result.diagnostics] == ["E0707"]

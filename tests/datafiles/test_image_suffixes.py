@@ -15,7 +15,7 @@ from PIL import Image
 
 from scoreaudit import api, cli
 from scoreaudit.compiler.plan import count_images
-from scoreaudit.runtime.images import load_manifest
+from scoreaudit.runtime.manifests import load_manifest
 
 SPEC = '''audit "g" { version: 1 seed: 1 bootstrap: 100 }
 scorer sharp = sharpness()

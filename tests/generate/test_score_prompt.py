@@ -10,7 +10,7 @@ import pytest
 
 from scoreaudit import api
 from scoreaudit.runtime.generation import images_arm
-from scoreaudit.runtime.images import load_manifest
+from scoreaudit.runtime.manifests import load_manifest
 from scoreaudit.testing.tiny_diffusion import save_tiny_sd
 
 TEMPLATE = 'template("a portrait photo of a {gender} {job}", gender: ["man", "woman"], job: ["nurse", "chef"])'

@@ -8,7 +8,7 @@ from pathlib import Path
 from scoreaudit.compiler.coverage import PRECOMPUTED_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [ROOT / "src" / "scoreaudit" / "runtime" / "precomputed.py",
+SOURCES = [*sorted((ROOT / "src" / "scoreaudit" / "runtime" / "precomputed").glob("*.py")),
            ROOT / "src" / "scoreaudit" / "compiler" / "coverage.py"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoreaudit.runtime.images import load_manifest
+from scoreaudit.runtime.manifests import load_manifest
 from scoreaudit.runtime.precomputed import imageless_rows, read_records
 
 from precomputed_helpers import check_spec, write_table

@@ -100,17 +100,17 @@ def test_replayed_log_lines_and_first_score_time_are_those_of_the_steps(tmp_path
 def test_unchanged_files_are_not_probed_again(tmp_path, fake_log, monkeypatch):
     """The header probe runs once per file version: an unchanged file is not opened again, an edited
     or replaced one is (and a corrupt replacement is still caught before any decoding)."""
-    from scoreaudit.runtime import images
+    from scoreaudit.runtime import manifests
 
     spec = make_images(tmp_path)
     probed: list[str] = []
-    real = images._probe_header
+    real = manifests._probe_header
 
     def counting(path, max_pixels, *root):
         probed.append(path.stem)
         return real(path, max_pixels, *root)
 
-    monkeypatch.setattr(images, "_probe_header", counting)
+    monkeypatch.setattr(manifests, "_probe_header", counting)
     _run(spec, make_ir(), tmp_path / "o1")
     assert sorted(probed) == ["astro", "r0", "r1", "r2", "r3", "r4"]
     probed.clear()

@@ -9,7 +9,8 @@ from PIL import Image
 
 from scoreaudit.compiler import ir
 from scoreaudit.plugins.arms import ImagesParams, PairsParams
-from scoreaudit.runtime.images import (Exclusion, decode_record, exclusion_errors, load_manifest)
+from scoreaudit.runtime.images import Exclusion, decode_record, exclusion_errors
+from scoreaudit.runtime.manifests import load_manifest
 
 
 def images_arm(name="real", **params) -> ir.ArmIR:

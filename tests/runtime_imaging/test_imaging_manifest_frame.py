@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from scoreaudit.runtime.images import load_manifest
+from scoreaudit.runtime.manifests import load_manifest
 from scoreaudit.runtime.manifest_frame import read_manifest
 
 from test_imaging_manifest import images_arm, pairs_arm

@@ -70,8 +70,8 @@ def check_tables(ir: AuditIR, spec_dir: Path, arms: set[str], pre: Any,
                  root: Path | None) -> dict[str, pd.DataFrame] | None:
     """The images and scores (and measures) tables of `arms` as the run would write them; None if unreadable."""
     from scoreaudit.runtime.columns import required_columns
-    from scoreaudit.runtime.images import load_manifest
-    from scoreaudit.runtime.precomputed import manifest_scores, precomputed_measures, precomputed_scores
+    from scoreaudit.runtime.manifests import load_manifest
+    from scoreaudit.runtime.precomputed.rows import manifest_scores, precomputed_measures, precomputed_scores
 
     images, scores, measures = [], [], []
     skip = provided(pre)["scores"]

@@ -62,7 +62,7 @@ def _mask_columns(ir) -> list[str]:
 def arm_files(ir, arm, spec_dir: Path) -> list[Path]:
     """Every image and mask file `arm` reads, as its manifest (or folder) names them, in row order."""
     from scoreaudit.runtime.columns import required_columns
-    from scoreaudit.runtime.images import imageless, load_manifest
+    from scoreaudit.runtime.manifests import imageless, load_manifest
 
     if arm.source not in ("images", "pairs") or arm.call.plugin == "generate" or imageless(arm):  # made by the run
         return []

@@ -36,7 +36,7 @@ tables/{images,scores,measures,regions,exclusions}.parquet and run.json:
      "batch_size", "scorers": {name: {"plugin", "version", "weights_sha256"}},
      "counts": {"images": {arm: n}, "excluded": {arm: n}, "rows": {table: n},
                 "steps": {kind: {reason: n}}},
-     "precomputed": [provenance entries, runtime.precomputed.provenance]}
+     "precomputed": [provenance entries, runtime.precomputed.provenance.provenance]}
 `first_score_at` is the UTC time the earliest score this audit read was first
 computed (cache.first_score_time): the lock check compares the lock with it.
 """
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only
+from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only, provided
 from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import ORIGINAL, ArmIR, AuditIR
 from scoreaudit.compiler.plan import ArmStage, arm_work, build_plan, walk
@@ -59,14 +59,16 @@ from scoreaudit.runtime.cache import Cache, first_score_time, utc_now
 from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
 from scoreaudit.runtime.generation import is_generated, materialise
-from scoreaudit.runtime.images import Exclusion, ManifestResult, decode_record, imageless, load_manifest
+from scoreaudit.runtime.images import Exclusion, decode_record
+from scoreaudit.runtime.manifests import ManifestResult, imageless, load_manifest
 from scoreaudit.runtime.memo import (Capture, Memos, arm_key as memo_arm_key, intact_memos, known_probes, probe_step,
                                       replay)
 from scoreaudit.runtime.measure_steps import MeasureSpec, empty_mask_names, measure_specs
 from scoreaudit.runtime.operator_steps import Img, OperatorSteps
 from scoreaudit.runtime.original_steps import original_measures, original_scores
-from scoreaudit.runtime.precomputed import (TableSet, load_tables, manifest_provenance, manifest_scores,
-                                            precomputed_measures, precomputed_scores, provenance, provided)
+from scoreaudit.runtime.precomputed.matching import TableSet, load_tables
+from scoreaudit.runtime.precomputed.provenance import manifest_provenance, provenance
+from scoreaudit.runtime.precomputed.rows import manifest_scores, precomputed_measures, precomputed_scores
 from scoreaudit.runtime.progress import Progress
 from scoreaudit.runtime.region_steps import Masks, RegionSteps
 from scoreaudit.runtime.runlog import RunLog
@@ -147,7 +149,7 @@ def outside_file_columns(ir: AuditIR, manifests: dict[str, ManifestResult], root
     """
     from scoreaudit.diagnostics import Diagnostic
     from scoreaudit.runtime.columns import region_calls
-    from scoreaudit.runtime.images import inside_all
+    from scoreaudit.runtime.manifests import inside_all
 
     if root is None:
         return []
@@ -177,7 +179,7 @@ def load_precomputed(ir: AuditIR, spec_dir: Path, manifests: dict[str, ManifestR
                      root: Path | None = None) -> TableSet:
     """Every precomputed table, matched to the manifests' ids; raise every error (E080x) before any work.
 
-    The same checks as `scoreaudit check` (runtime.precomputed.check_precomputed),
+    The same checks as `scoreaudit check` (runtime.precomputed.check.check_precomputed),
     on the ids the run will use.
     """
     ids = {n: [r.image_id for r in m.records] for n, m in manifests.items()}

@@ -72,7 +72,7 @@ def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -
             continue
         # only now: the loader brings polars, pandas and pyarrow, which a spec whose manifests do not
         # exist yet (the light path of `check` and the language server) never needs
-        from scoreaudit.runtime.images import load_manifest
+        from scoreaudit.runtime.manifests import load_manifest
 
         # the run's loader with the run's policy: a manifest without rows stops the run (E0705), and under
         # `on_error: fail` so does a row without an id or path (E0708); image files may arrive after the

@@ -1,6 +1,6 @@
 """A manifest file (CSV, TSV, parquet, JSON lines, a JSON list of records) as one polars frame.
 
-`runtime.images.load_manifest` validates whole columns of this frame and
+`runtime.manifests.load_manifest` validates whole columns of this frame and
 builds records from it; nothing here walks rows in Python except JSON
 records, whose values may mix types within a column.
 

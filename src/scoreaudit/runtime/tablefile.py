@@ -1,6 +1,6 @@
 """Reading a table file (CSV, TSV, parquet, JSON lines, a JSON list of records) as rows.
 
-Shared by manifests (`runtime.images`) and precomputed score/measure tables
+Shared by manifests (`runtime.manifests`) and precomputed score/measure tables
 (`runtime.precomputed`): both report problems with file and row number, so
 both read rows with their numbers (1-based; the header is row 0).
 """

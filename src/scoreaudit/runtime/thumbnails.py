@@ -68,7 +68,8 @@ def _first_image(ir, spec_dir: Path, root: Path | None, out_dir: Path | None = N
     """
     from scoreaudit.plugins.base import ImageFailure
     from scoreaudit.runtime.columns import required_columns
-    from scoreaudit.runtime.images import Decoded, decode_record, load_manifest
+    from scoreaudit.runtime.images import Decoded, decode_record
+    from scoreaudit.runtime.manifests import load_manifest
     from scoreaudit.runtime.regions import RegionEvaluator
 
     evaluator = RegionEvaluator(ir.regions) if ir.regions else None
