@@ -209,9 +209,10 @@ def test_vscode_extension_manifest():
     assert (VSCODE / lang["configuration"]).is_file()
     conf = json.loads((VSCODE / lang["configuration"]).read_text(encoding="utf-8"))
     assert conf["comments"]["lineComment"] == "#"
-    assert (VSCODE / pkg["main"]).is_file() and "vscode-languageclient" in pkg["dependencies"]
+    # the client is bundled into dist/extension.js at packaging (bundle.js; test_vscode_package.py)
+    assert pkg["main"] == "./dist/extension.js" and "vscode-languageclient" in pkg["devDependencies"]
     assert "onLanguage:audit" in pkg["activationEvents"]
-    source = (VSCODE / pkg["main"]).read_text(encoding="utf-8")
+    source = (VSCODE / "extension.js").read_text(encoding="utf-8")
     assert "'lsp'" in source and "vscode-languageclient/node" in source
 
 
