@@ -39,7 +39,7 @@ def main() -> None:
     make = {}
     conn = None
     if args.executor == "ray":
-        from scoreaudit.runtime.ray_backend import RayConnection
+        from scoreaudit.runtime.ray_pipelines import RayConnection
 
         conn = RayConnection()
         t0 = time.perf_counter()

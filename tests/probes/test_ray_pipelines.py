@@ -125,6 +125,7 @@ def test_pipeline_actors_ask_for_gpu_shares_on_a_cuda_run(tmp_path):
     import ray
 
     from scoreaudit.runtime import ray_backend as rb
+    from scoreaudit.runtime.ray_pipelines import RayConnection
     from scoreaudit.runtime.progress import Progress
     from scoreaudit.runtime.runlog import RunLog
     from scoreaudit.runtime.steps import RunContext
@@ -135,7 +136,7 @@ def test_pipeline_actors_ask_for_gpu_shares_on_a_cuda_run(tmp_path):
     ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False,
              configure_logging=False, object_store_memory=100 * 1024 * 1024)
     try:
-        conn = rb.RayConnection()
+        conn = RayConnection()
         gen = conn.generation_actor("gen", dict(ir.arms["gen"].call.params), tmp_path / "sd", "cuda", "float16")
         assert ray.get(gen.where.remote())["gpus"] == pytest.approx(1.0)
         assert "(1 GPU)" in conn.notes[-1]

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(600)
 def test_a_local_ray_instance_listens_on_the_loopback_only():
     import ray
 
-    from scoreaudit.runtime.ray_backend import RayConnection
+    from scoreaudit.runtime.ray_pipelines import RayConnection
 
     conn = RayConnection(num_cpus=1)
     try:

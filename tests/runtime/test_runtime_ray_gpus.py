@@ -14,6 +14,7 @@ from runtime_helpers import call, make_ir, fake_log  # noqa: F401
 from scoreaudit.compiler.ir import OperatorIR, ScorerIR
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime import ray_backend as rb
+from scoreaudit.runtime import ray_cluster
 from scoreaudit.runtime.executor import ArmRunner
 from scoreaudit.runtime.measure_steps import measure_specs
 from scoreaudit.runtime.progress import Progress
@@ -51,23 +52,23 @@ def _runner(tmp_path, ir, device):
 
 def test_requests_follow_the_device_and_the_cluster(monkeypatch):
     monkeypatch.delenv("SCOREAUDIT_RAY_TASK_GPUS", raising=False)
-    assert rb.gpu_requests("cpu", 8, 2, True) == (0.0, 0.0)  # a CPU run never asks for GPUs
-    assert rb.gpu_requests("cuda", 8, 4, True) == (1.0, rb.TASK_GPUS)  # room for a GPU per model
-    assert rb.gpu_requests("cuda", 1, 1, True) == (0.8, 0.1)  # one GPU: the model leaves room for tasks
-    assert rb.gpu_requests("cuda", 1, 1, False) == (1.0, 0.0)  # tasks without device work take none
-    assert rb.gpu_requests("cuda", 1, 4, False) == (0.25, 0.0)  # four models share one GPU
-    assert rb.gpu_requests("cuda", 1, 3, True) == (0.26, 0.1)  # 0.8 / 3, rounded down
-    assert rb.gpu_requests("cuda", 2, 0, True) == (0.0, 0.1)  # no model scorer: only the tasks
-    a, t = rb.gpu_requests("cuda", 1, 3, True)
+    assert ray_cluster.gpu_requests("cpu", 8, 2, True) == (0.0, 0.0)  # a CPU run never asks for GPUs
+    assert ray_cluster.gpu_requests("cuda", 8, 4, True) == (1.0, ray_cluster.TASK_GPUS)  # room for a GPU per model
+    assert ray_cluster.gpu_requests("cuda", 1, 1, True) == (0.8, 0.1)  # one GPU: the model leaves room for tasks
+    assert ray_cluster.gpu_requests("cuda", 1, 1, False) == (1.0, 0.0)  # tasks without device work take none
+    assert ray_cluster.gpu_requests("cuda", 1, 4, False) == (0.25, 0.0)  # four models share one GPU
+    assert ray_cluster.gpu_requests("cuda", 1, 3, True) == (0.26, 0.1)  # 0.8 / 3, rounded down
+    assert ray_cluster.gpu_requests("cuda", 2, 0, True) == (0.0, 0.1)  # no model scorer: only the tasks
+    a, t = ray_cluster.gpu_requests("cuda", 1, 3, True)
     assert 3 * a + t <= 1.0  # everything fits on the one GPU at once
-    with pytest.raises(rb.RayUnavailable, match="no GPUs"):
-        rb.gpu_requests("cuda", 0, 1, True)
+    with pytest.raises(ray_cluster.RayUnavailable, match="no GPUs"):
+        ray_cluster.gpu_requests("cuda", 0, 1, True)
     monkeypatch.setenv("SCOREAUDIT_RAY_TASK_GPUS", "0.25")
-    assert rb.gpu_requests("cuda", 4, 2, True) == (1.0, 0.25)
+    assert ray_cluster.gpu_requests("cuda", 4, 2, True) == (1.0, 0.25)
     for bad in ("lots", "0", "1.5"):
         monkeypatch.setenv("SCOREAUDIT_RAY_TASK_GPUS", bad)
-        with pytest.raises(rb.RayUnavailable, match="SCOREAUDIT_RAY_TASK_GPUS"):
-            rb.gpu_requests("cuda", 1, 1, True)
+        with pytest.raises(ray_cluster.RayUnavailable, match="SCOREAUDIT_RAY_TASK_GPUS"):
+            ray_cluster.gpu_requests("cuda", 1, 1, True)
 
 
 def test_device_work_comes_from_registry_facts(tmp_path, fake_log):
@@ -77,11 +78,11 @@ def test_device_work_comes_from_registry_facts(tmp_path, fake_log):
         if entry.impl.__module__.startswith("scoreaudit."):
             assert entry.fact("on_device") is True, entry.name
     _, runner = _runner(tmp_path, make_ir(), "cuda")
-    assert rb.device_work(runner) == ["operator 'light'", "operator 'light_p'"]
+    assert ray_cluster.device_work(runner) == ["operator 'light'", "operator 'light_p'"]
     fragile = {"f": OperatorIR(name="f", call=call("fake_fragile"), doses=(0.0, 1.0), identity=0.0,
                                pixel_local=True, symmetric=False)}
     _, runner = _runner(tmp_path, make_ir(operators=fragile), "cuda")
-    assert rb.device_work(runner) == []  # measures (mean_lab, gamut_clip) and regions compute on the CPU
+    assert ray_cluster.device_work(runner) == []  # measures (mean_lab, gamut_clip) and regions compute on the CPU
 
 
 def test_torch_operators_exist_for_every_operator_declared_on_device():

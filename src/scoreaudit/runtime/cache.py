@@ -22,7 +22,7 @@ fails is reported (`corrupt`), treated as missing and replaced when its step
 is recomputed; a database SQLite itself cannot read is one E0720 error
 saying to delete the file (it is only a cache). Values written before
 checksums existed (plain codecs) are still read. Every reader goes through
-`open_rows` (a Ray task's view of the cache too: runtime/ray_backend.py), and
+`open_rows` (a Ray task's view of the cache too: runtime/ray_tasks.py), and
 a memo replay reads only the memo, whose own checksum covers every row it
 copies (runtime/memo.py `intact_memos`); `verify` checks any keys' values
 without decoding them. Entries are write-once (INSERT OR IGNORE), so `created_at` is

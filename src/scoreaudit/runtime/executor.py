@@ -665,7 +665,7 @@ def execute(ir: AuditIR, plan: Any = None, *, executor: str = "local", ray_addre
         raise ValueError(f"unknown executor {executor!r} (local or ray)")
     conn = None
     if executor == "ray":
-        from scoreaudit.runtime.ray_backend import RayConnection
+        from scoreaudit.runtime.ray_pipelines import RayConnection
 
         conn = RayConnection(ray_address)
     try:

@@ -388,7 +388,7 @@ def generate_arm(arm: ArmIR, *, spec_dir: Path, out_dir: Path, store: Path, devi
     started = time.perf_counter()
     batches = [todo[i:i + bs] for i in range(0, len(todo), bs)]
     on_step = (lambda n: progress.advance(lab_s, n)) if progress is not None else None
-    # a remote generator (runtime/ray_backend.py) streams its batches, the next ones already in flight
+    # a remote generator (runtime/ray_pipelines.py) streams its batches, the next ones already in flight
     results = gen.stream(batches, on_step) if hasattr(gen, "stream") else \
         ((b, gen(b, **({"on_step": on_step} if on_step is not None else {}))) for b in batches)
     for batch, pngs in results:
