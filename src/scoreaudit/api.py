@@ -166,6 +166,9 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
 
     write_thumbnails(ir, path, work, root=None if allow_outside else project)
     results = analyse(work, progress=progress)
+    from scoreaudit.runtime.movers import write_mover_thumbnails
+
+    write_mover_thumbnails(ir, path, work, root=None if allow_outside else project)  # the cells' top movers
     if render_report:
         from scoreaudit.reports.render import render as _render
 
@@ -196,13 +199,13 @@ def export(bundle: str | Path, kind: str) -> Path:
 
 def cache_status(ir, plan, *, spec_path, cache_path=None, allow_outside: bool = False):
     """Which plan steps the cache holds (`scoreaudit plan --cache`); None without a cache."""
-    from scoreaudit.runtime.executor import cache_status as _status
+    from scoreaudit.runtime.cache_status import cache_status as _status
 
     return _status(ir, plan, spec_path=Path(spec_path), cache_path=cache_path, allow_outside=allow_outside)
 
 
 def plan_text(plan, status=None) -> str:
-    """An ExecutionPlan as `scoreaudit plan` prints it (`status`: runtime.executor.cache_status)."""
+    """An ExecutionPlan as `scoreaudit plan` prints it (`status`: runtime.cache_status.cache_status)."""
     from scoreaudit.compiler.plan import render_plan
 
     return render_plan(plan, status)

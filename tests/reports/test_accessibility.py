@@ -7,7 +7,6 @@ in the page (nothing is fetched). A failure lists every violation: rule, impact,
 from __future__ import annotations
 
 import pytest
-
 from axe_check import axe_source, violations
 from cdp import CHROMIUM, Browser
 from test_browser import VIEWPORTS

@@ -66,7 +66,7 @@ def test_report_embeds_the_strip_and_rerenders_without_images(demo_bundle, tmp_p
     thumbs = json.loads((d / "thumbnails.json").read_text())
     render(d, formats=["html"])  # the images are not in the bundle: only thumbnails.json is read
     html = (d / "report.html").read_text()
-    uris = re.findall(r'<img src="data:image/jpeg;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"', html)
+    uris = re.findall(r'<figure class="thumb"><img src="data:image/jpeg;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"', html)
     assert len(uris) == sum(len(t["doses"]) for t in thumbs.values())
     assert all("at dose" in alt for _, alt in uris)
     assert "outlines region skin" in html
