@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from pygments.token import Error, Keyword, Name
 
-from scoreaudit.grammar.highlight import AuditLexer, grammar_keywords, highlight_html
+from scoreaudit.grammar.highlight import AuditLexer, highlight_html
+from scoreaudit.grammar.vocabulary import KEYWORDS
 
 ROOT = Path(__file__).resolve().parents[2]
 VSCODE = ROOT / "editors" / "vscode"
@@ -77,7 +78,9 @@ def test_lexer_classifies_like_the_grammar():
 def test_lexer_keywords_are_the_grammars():
     text = LARK.read_text(encoding="utf-8")
     terminals = set(re.findall(r"^_[A-Z_]+\.\d+:\s*/([a-z_]+)\\b", text, re.M))
-    assert terminals and terminals <= set(grammar_keywords())
+    assert terminals and terminals == set(KEYWORDS)
+    lexed = {v for tok, v in _tokens(" ".join(f"{k} x" for k in KEYWORDS)) if tok in Keyword}
+    assert lexed == set(KEYWORDS)
 
 
 def test_highlight_html_escapes_and_keeps_text():

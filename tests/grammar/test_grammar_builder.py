@@ -19,7 +19,8 @@ from lark import Lark
 
 from scoreaudit.grammar import ast
 from scoreaudit.grammar.build import MAX_DEPTH, Builder
-from scoreaudit.grammar.parser import GRAMMAR_PATH, _cache_file, parse
+from scoreaudit.grammar.lark_cache import GRAMMAR_PATH, cache_file as _cache_file
+from scoreaudit.grammar.parser import parse
 
 HEAD = 'audit "t" { version: 1 }\n'
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 from grammar_testutil import GOLDEN, NORMATIVE, ROOT, check_golden, dump_ast
 
 from scoreaudit.grammar import ast
-from scoreaudit.grammar.parser import ERROR_EXAMPLES, _lark, parse
+from scoreaudit.grammar.lark_cache import parser as _lark
+from scoreaudit.grammar.parser import ERROR_EXAMPLES, parse
 
 
 @pytest.mark.parametrize("path", NORMATIVE, ids=lambda p: p.stem)

@@ -1,4 +1,4 @@
-"""The parser's quick lexer (grammar/parser.py `_QuickLexer`) gives exactly the tokens, ASTs and syntax
+"""The parser's quick lexer (grammar/lexer.py `QuickLexer`) gives exactly the tokens, ASTs and syntax
 diagnostics of Lark's own contextual lexer: on every example and on grammar-aware mutants of them
 (the hardening fuzzer's mutations: hostile numbers and strings, keywords in name positions,
 line duplicates/deletions/swaps, stray characters), errors included."""
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scoreaudit.grammar import parser as P
+from scoreaudit.grammar import lark_cache, parser as P
+from scoreaudit.grammar.lexer import QuickLexer
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "hardening"))
@@ -23,9 +24,9 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.audit"))
 @pytest.fixture
 def lark_lexer():
     """Swap Lark's contextual lexer back in for one parse."""
-    frontend = P._lark().parser
+    frontend = lark_cache.parser().parser
     quick = frontend.lexer
-    assert isinstance(quick, P._QuickLexer)
+    assert isinstance(quick, QuickLexer)
 
     def parse_with_lark(text: str):
         frontend.lexer = quick.inner
@@ -39,7 +40,7 @@ def lark_lexer():
 def _tokens(text: str) -> list[tuple]:
     """Every token the quick lexer hands the parser (type, text, all positions), up to an error."""
     seen: list[tuple] = []
-    frontend = P._lark().parser
+    frontend = lark_cache.parser().parser
     quick = frontend.lexer
     original = quick.lex
 
@@ -49,7 +50,7 @@ def _tokens(text: str) -> list[tuple]:
             yield t
     quick.lex = spy
     try:
-        P._lark_parse(text)
+        lark_cache.lark_parse(text)
     except Exception:
         pass
     finally:
@@ -59,7 +60,7 @@ def _tokens(text: str) -> list[tuple]:
 
 def _lark_tokens(text: str) -> list[tuple]:
     seen: list[tuple] = []
-    frontend = P._lark().parser
+    frontend = lark_cache.parser().parser
     quick = frontend.lexer
     inner = quick.inner
     frontend.lexer = inner
@@ -71,7 +72,7 @@ def _lark_tokens(text: str) -> list[tuple]:
             yield t
     inner.lex = spy
     try:
-        P._lark_parse(text)
+        lark_cache.lark_parse(text)
     except Exception:
         pass
     finally:
@@ -81,7 +82,7 @@ def _lark_tokens(text: str) -> list[tuple]:
 
 
 def test_the_parser_uses_the_quick_lexer():
-    assert isinstance(P._lark().parser.lexer, P._QuickLexer)
+    assert isinstance(lark_cache.parser().parser.lexer, QuickLexer)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -145,12 +145,12 @@ def test_lsp_without_the_extra_says_how_to_install_it():
 
 
 def test_keywords_have_hover_text():
-    from scoreaudit.grammar.highlight import grammar_keywords
+    from scoreaudit.grammar.vocabulary import DOCS, KEYWORDS
 
     text = (ROOT / "examples" / "skin_tone.audit").read_text(encoding="utf-8")
     doc = features.Document(text)
-    for word in grammar_keywords():  # every keyword of audit.lark, documented here or not
-        assert features.hover(features.Document(f"{word} "), 0).startswith(f"**{word}** (keyword)")
+    for word in KEYWORDS:  # every keyword of the language (the grammar's, by test_grammar_vocabulary)
+        assert features.hover(features.Document(f"{word} "), 0) == f"**{word}** (keyword): {DOCS[word]}"
     assert "(keyword)" in features.hover(doc, text.index(" doses ") + 2)
     assert "equivalence" in features.hover(doc, text.index("within [") + 1)
     assert features.hover(doc, text.index("by: race") + 1).startswith("**`by`**")  # an argument, not the keyword

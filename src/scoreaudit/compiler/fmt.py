@@ -28,7 +28,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from scoreaudit.grammar import ast
+from scoreaudit.grammar import ast, vocabulary
 from scoreaudit.grammar.literals import escape
 
 INDENT = "  "
@@ -153,24 +153,41 @@ def fmt_line_decl(d) -> str:
 
 
 def _fmt_line_decl(d) -> str:
-    if isinstance(d, (ast.ScorerDecl, ast.ArmDecl, ast.MeasureDecl, ast.CovariateDecl, ast.ProbeDecl)):
-        kw = {ast.ScorerDecl: "scorer", ast.ArmDecl: "arm", ast.MeasureDecl: "measure",
-              ast.CovariateDecl: "covariate", ast.ProbeDecl: "probe"}[type(d)]
-        return f"{kw} {d.name.name} = {fmt_call(d.call)}"
-    if isinstance(d, ast.RegionDecl):
-        return f"region {d.name.name} = {fmt_region(d.expr)}"
-    if isinstance(d, ast.OperatorDecl):
-        text = f"operator {d.name.name} = {fmt_call(d.call)}"
-        return text if d.doses is None else f"{text} doses {fmt_doses(d.doses)}"
-    if isinstance(d, ast.PlaceboDecl):
-        return f"placebo {d.name.name} = {fmt_call(d.call)} of {d.of.name}"
-    if isinstance(d, ast.ValidateDecl):
-        checks = ", ".join(f"{c.stat.name} {c.op} {c.value.text}" for c in d.checks)
-        return f"validate {d.measure.name} under {d.operator.name}: {checks}"
-    if isinstance(d, ast.SelectDecl):
-        under = f" under {d.operator.name}" if d.operator is not None else ""
-        return f"select {d.name.name} = best_of {d.n.text}{under} by {d.measure.name}"
-    raise TypeError(f"not a declaration: {type(d).__name__}")
+    decl = vocabulary.BY_NODE.get(type(d))
+    if decl is None:
+        raise TypeError(f"not a declaration: {type(d).__name__}")
+    body = _BODY.get(type(d), _call_body)(d)
+    return f"{decl.keyword} {d.name.name} = {body}" if decl.form == "assign" else f"{decl.keyword} {body}"
+
+
+def _call_body(d) -> str:
+    """`KW NAME = call`: the body of most declarations (and of any new one written that way)."""
+    return fmt_call(d.call)
+
+
+def _operator_body(d) -> str:
+    text = fmt_call(d.call)
+    return text if d.doses is None else f"{text} doses {fmt_doses(d.doses)}"
+
+
+def _validate_body(d) -> str:
+    checks = ", ".join(f"{c.stat.name} {c.op} {c.value.text}" for c in d.checks)
+    return f"{d.measure.name} under {d.operator.name}: {checks}"
+
+
+def _select_body(d) -> str:
+    under = f" under {d.operator.name}" if d.operator is not None else ""
+    return f"best_of {d.n.text}{under} by {d.measure.name}"
+
+
+#: The declarations whose body after `KW NAME =` is more than a call.
+_BODY = {
+    ast.RegionDecl: lambda d: fmt_region(d.expr),
+    ast.OperatorDecl: _operator_body,
+    ast.PlaceboDecl: lambda d: f"{fmt_call(d.call)} of {d.of.name}",
+    ast.ValidateDecl: _validate_body,
+    ast.SelectDecl: _select_body,
+}
 
 
 # ---------------------------------------------------------------- layout
@@ -207,20 +224,20 @@ def _close_span(span):
 def _units(module: ast.Module) -> list[_Unit]:
     out: list[_Unit] = []
     for d in module.decls:
-        if isinstance(d, (ast.AuditBlock, ast.ReportDecl, ast.HypothesisDecl)):
-            if isinstance(d, ast.AuditBlock):
-                header, header_end, items = f"audit {escape(d.title.value)} {{", d.title.span, d.settings
-            elif isinstance(d, ast.ReportDecl):
-                header, header_end, items = "report {", d.span, d.settings
+        decl = vocabulary.BY_NODE.get(type(d))
+        if decl is not None and decl.form in ("settings", "claims"):
+            # `KW [NAME] ["title"] {`: the header ends at the title, else at the keyword
+            name, title = getattr(d, "name", None), getattr(d, "title", None)
+            header = " ".join([decl.keyword] + ([name.name] if name is not None else [])
+                              + ([escape(title.value)] if title is not None else []) + ["{"])
+            items = getattr(d, "settings" if decl.form == "settings" else "claims")
+            if title is not None:
+                header_end = title.span
             else:
-                header = f"hypothesis {d.name.name} {escape(d.title.value)} {{"
-                header_end, items = d.title.span, d.claims
-            if isinstance(d, ast.ReportDecl):
-                # the header is the keyword `report` (and its `{`, usually on the same line)
                 from scoreaudit.diagnostics import Span
 
-                s = d.span
-                header_end = Span(s.line, s.column, s.line, s.column + 6, s.start, s.start + 6)
+                s, n = d.span, len(decl.keyword)
+                header_end = Span(s.line, s.column, s.line, s.column + n, s.start, s.start + n)
             out.append(_unit(0, header, d.span, header_end, "open"))
             for it in items:
                 text = fmt_setting(it) if isinstance(it, ast.Setting) else fmt_claim(it)
@@ -292,7 +309,9 @@ def format_module(module: ast.Module) -> str:
     return _render_rows(_align_equals(rows))
 
 
-_DECL = re.compile(r"^(scorer|arm|region|measure|covariate|operator|placebo|select) (\w+) = ")
+# a one-line `KW NAME = ...` declaration whose `=` lines up with its neighbours' (hypotheses open a block)
+_ALIGNED = "|".join(d.keyword for d in vocabulary.DECLARATIONS if d.form == "assign" and d.aligned)
+_DECL = re.compile(rf"^({_ALIGNED}) (\w+) = ")
 
 
 def _align_equals(rows):

@@ -8,42 +8,21 @@ operator, not a region" instead of silently picking another kind.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from scoreaudit import registry
-from scoreaudit.grammar import ast
 from scoreaudit.compiler.values import span_of
 from scoreaudit.diagnostics import Diagnostic, Span, did_you_mean
+from scoreaudit.grammar import ast, vocabulary
 
-# Which declaration kinds satisfy a reference of a given Ref kind.
-REF_KINDS: dict[str, frozenset[str]] = {
-    "region": frozenset({"region"}),
-    "operator": frozenset({"operator", "placebo"}),
-    "measure": frozenset({"measure", "covariate"}),
-    "covariate": frozenset({"covariate"}),
-    "arm": frozenset({"arm"}),
-    "scorer": frozenset({"scorer"}),
-    "selection": frozenset({"selection"}),
-    "probe": frozenset({"probe"}),
-}
+# Which declaration kinds satisfy a reference of a given Ref kind, and each declaration's kind:
+# read from the language's vocabulary (`grammar/vocabulary.py`).
+REF_KINDS: dict[str, frozenset[str]] = vocabulary.REF_KINDS
+DECL_KINDS: dict[type, str] = vocabulary.DECL_KINDS
 
-DECL_KINDS: dict[type, str] = {
-    ast.ScorerDecl: "scorer",
-    ast.ArmDecl: "arm",
-    ast.RegionDecl: "region",
-    ast.MeasureDecl: "measure",
-    ast.CovariateDecl: "covariate",
-    ast.OperatorDecl: "operator",
-    ast.PlaceboDecl: "placebo",
-    ast.SelectDecl: "selection",
-    ast.HypothesisDecl: "hypothesis",
-    ast.ProbeDecl: "probe",
-}
-
-ARTICLE = {"arm": "an arm", "operator": "an operator", "placebo": "a placebo", "measure": "a measure",
-           "covariate": "a covariate", "region": "a region", "scorer": "a scorer",
-           "selection": "a selection", "hypothesis": "a hypothesis", "probe": "a probe"}
+ARTICLE = {kind: ("an " if kind[0] in "aeiou" else "a ") + kind for kind in vocabulary.KEYWORD_KIND.values()}
 
 
 def a(kind: str) -> str:
@@ -130,13 +109,12 @@ class Decls:
         return None
 
 
-def _decl_keyword(ref_kind: str) -> str:
-    return {"selection": "select"}.get(ref_kind, ref_kind)
+_decl_keyword = vocabulary.keyword_for_kind
 
-
-_DECL_KEYWORD = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
-                 "covariate": "covariate", "operator": "operator", "statistic": "a hypothesis",
-                 "section": "report", "probe": "probe"}
+# How an entry of each registry is declared (statistics are named in a hypothesis's claims).
+_DECL_KEYWORD = {**{k: w for k in set(vocabulary.STATEMENT_CALL_KIND.values())
+                    if k != "statistic" and (w := vocabulary.declaring(k))},
+                 "statistic": "a hypothesis", "section": "report"}
 
 
 def plugin_entry(call: ast.Call, kind: str, st: Any, what: str) -> registry.PluginEntry | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from scoreaudit.diagnostics import Span
 
@@ -61,7 +61,7 @@ class Name:
 class ListValue:
     """`[race, gender]` in an argument, or `html, pdf` in a setting."""
 
-    items: tuple["Value", ...]
+    items: tuple[Value, ...]
     span: Span = _span_field()
     bracketed: bool = True
 
@@ -87,8 +87,8 @@ class Column:
 class Product:
     """`race * gender` (a model formula with interaction)."""
 
-    left: "Value"
-    right: "Value"
+    left: Value
+    right: Value
     span: Span = _span_field()
 
 
@@ -97,7 +97,7 @@ class Arg:
     """One argument of a call; `name` is None when positional."""
 
     name: Ident | None
-    value: "Value"
+    value: Value
     span: Span = _span_field()
 
 
@@ -114,7 +114,7 @@ class Call:
 class Not:
     """`not skin` (region algebra)."""
 
-    operand: "RegionExpr"
+    operand: RegionExpr
     span: Span = _span_field()
 
 
@@ -123,13 +123,13 @@ class BinaryRegion:
     """`a & b`, `a | b` (region algebra)."""
 
     op: Literal["&", "|"]
-    left: "RegionExpr"
-    right: "RegionExpr"
+    left: RegionExpr
+    right: RegionExpr
     span: Span = _span_field()
 
 
-Value = Union[Number, String, Name, ListValue, Column, Product, Call, Range]
-RegionExpr = Union[Call, Name, Not, BinaryRegion]
+Value = Number | String | Name | ListValue | Column | Product | Call | Range
+RegionExpr = Call | Name | Not | BinaryRegion
 
 
 # ---------------------------------------------------------------- declarations
@@ -156,7 +156,7 @@ class ScorerDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
-    label: "String | None" = None  # `label: "..."`: the report's name for it
+    label: String | None = None  # `label: "..."`: the report's name for it
     on: tuple[Ident, ...] = ()  # `on ARM, ARM`: the arms it scores (empty: every arm)
 
 
@@ -165,7 +165,7 @@ class ArmDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
-    label: "String | None" = None
+    label: String | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ class ProbeDecl:
     name: Ident
     call: Call
     span: Span = _span_field()
-    label: "String | None" = None
+    label: String | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ class DoseRange:
     span: Span = _span_field()
 
 
-Doses = Union[DoseList, DoseRange]
+Doses = DoseList | DoseRange
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ class OperatorDecl:
     call: Call
     doses: Doses | None  # None only when the parser recovered from a missing `doses`
     span: Span = _span_field()
-    label: "String | None" = None
+    label: String | None = None
     on: tuple[Ident, ...] = ()  # `on ARM, ARM`: the arms it runs on (empty: every images arm)
 
 
@@ -239,7 +239,7 @@ class PlaceboDecl:
     call: Call
     of: Ident
     span: Span = _span_field()
-    label: "String | None" = None
+    label: String | None = None
     on: tuple[Ident, ...] = ()  # `on ARM, ARM`; empty: its operator's scope
 
 
@@ -279,7 +279,7 @@ class Where:
     """`where race = "Black"`: a reading restricted to the images whose column has that value."""
 
     column: Ident
-    value: "String | Number"
+    value: String | Number
     span: Span = _span_field()
 
 
@@ -313,11 +313,11 @@ class Comparison:
 class Abs:
     """`abs(statistic(...))` or `abs(ratio(...))`."""
 
-    call: "Call | Reading | Comparison"
+    call: Call | Reading | Comparison
     span: Span = _span_field()
 
 
-StatExpr = Union[Call, Reading, Abs, Comparison]  # Reading: a stratum claim (`where` only)
+StatExpr = Call | Reading | Abs | Comparison  # Reading: a stratum claim (`where` only)
 
 
 @dataclass(frozen=True)
@@ -348,7 +348,7 @@ class Bare:
     span: Span = _span_field()
 
 
-ClaimExpr = Union[Compare, Within, Bare]
+ClaimExpr = Compare | Within | Bare
 
 
 @dataclass(frozen=True)
@@ -380,21 +380,8 @@ class ReportDecl:
     span: Span = _span_field()
 
 
-Decl = Union[
-    AuditBlock,
-    ScorerDecl,
-    ArmDecl,
-    RegionDecl,
-    MeasureDecl,
-    CovariateDecl,
-    OperatorDecl,
-    PlaceboDecl,
-    ValidateDecl,
-    SelectDecl,
-    HypothesisDecl,
-    ReportDecl,
-    ProbeDecl,
-]
+Decl = (AuditBlock | ScorerDecl | ArmDecl | RegionDecl | MeasureDecl | CovariateDecl | OperatorDecl | PlaceboDecl
+        | ValidateDecl | SelectDecl | HypothesisDecl | ReportDecl | ProbeDecl)
 
 
 @dataclass(frozen=True)

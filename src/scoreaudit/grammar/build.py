@@ -30,7 +30,7 @@ MAX_DEPTH = 64  # nesting of calls / lists / region and product chains
 class _Paren:
     """`( region )`: the region, plus the parentheses that count for the parent's span."""
 
-    __slots__ = ("node", "open", "close")
+    __slots__ = ("close", "node", "open")
 
     def __init__(self, node, open_, close):
         self.node = node
@@ -41,7 +41,7 @@ class _Paren:
 class _Seq:
     """`on a, b` / `for s, t` / `under o`: the names, plus the last token (the claim's end)."""
 
-    __slots__ = ("kind", "items", "last")
+    __slots__ = ("items", "kind", "last")
 
     def __init__(self, kind, items, last):
         self.kind = kind

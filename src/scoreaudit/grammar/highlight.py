@@ -2,8 +2,8 @@
 
 The lexer is registered under the `pygments.lexers` entry point (`pygmentize
 -l audit`, Sphinx, mkdocs) and highlights the spec in the report's appendix.
-Its keywords are read from `audit.lark` itself, so a keyword added to the
-grammar highlights without touching this file; any word written like a call
+Its keywords are the language's vocabulary (`grammar/vocabulary.py`), so a
+keyword added there highlights without touching this file; any word written like a call
 (`name(`) is a function, so new statistics (`ratio(`, `share(`) highlight as
 calls too. Like the grammar, a word followed by `:` is a key, never a keyword
 (`by: race`). Anything the language cannot contain is an Error token (the
@@ -12,30 +12,17 @@ tests hold every example free of them).
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-from pathlib import Path
+from typing import ClassVar
 
 from pygments.lexer import RegexLexer, bygroups, words
-from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Punctuation, String,
-                            Whitespace)
+from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
-GRAMMAR_PATH = Path(__file__).with_name("audit.lark")
+from scoreaudit.grammar import vocabulary
 
-#: Keywords that open a declaration (their next word is the declared name).
-DECLARATION_KEYWORDS = ("scorer", "arm", "region", "measure", "covariate", "operator", "placebo",
-                        "select", "hypothesis", "probe")
-#: Keywords that open a settings block or a statement that declares no name.
-BLOCK_KEYWORDS = ("audit", "report", "validate")
-
-
-@lru_cache(maxsize=1)
-def grammar_keywords() -> tuple[str, ...]:
-    """Every keyword terminal of audit.lark (`_SCORER.2: /scorer\\b.../` → `scorer`)."""
-    text = GRAMMAR_PATH.read_text(encoding="utf-8")
-    found = re.findall(r"^_[A-Z_]+\.\d+:\s*/([a-z_]+)\\b", text, flags=re.MULTILINE)
-    # Words planned next to the grammar in this release wave; harmless before they land.
-    return tuple(sorted(set(found) | {"where"}))
+#: Keywords that open a declaration (their next word is the declared name), and those that open a
+#: settings block or a statement that declares no name: both from the language's vocabulary.
+DECLARATION_KEYWORDS = vocabulary.NAMING_KEYWORDS
+BLOCK_KEYWORDS = vocabulary.BLOCK_KEYWORDS
 
 
 _WORD = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -46,29 +33,26 @@ class AuditLexer(RegexLexer):
     """Lexer for scoreaudit `.audit` specs."""
 
     name = "scoreaudit audit"
-    aliases = ["audit", "scoreaudit"]
-    filenames = ["*.audit"]
-    mimetypes = ["text/x-scoreaudit"]
+    aliases: ClassVar[list[str]] = ["audit", "scoreaudit"]
+    filenames: ClassVar[list[str]] = ["*.audit"]
+    mimetypes: ClassVar[list[str]] = ["text/x-scoreaudit"]
     url = "https://pypi.org/project/scoreaudit/"
 
-    _other_keywords = tuple(k for k in grammar_keywords()
-                            if k not in DECLARATION_KEYWORDS and k not in BLOCK_KEYWORDS)
-
-    tokens = {
+    tokens: ClassVar[dict[str, list]] = {
         "root": [
             (r"[ \t]+", Whitespace),
             (r"\r?\n", Whitespace),
             (r"#[^\n]*", Comment.Single),
             (r'"', String.Double, "string"),
             # `scorer laion =`, `hypothesis H1 "..."`: the keyword and the name it declares
-            (r"(%s)\b%s([ \t]+)(%s)\b%s" % ("|".join(DECLARATION_KEYWORDS), _NOT_KEY, _WORD, _NOT_KEY),
+            (rf"({'|'.join(DECLARATION_KEYWORDS)})\b{_NOT_KEY}([ \t]+)({_WORD})\b{_NOT_KEY}",
              bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
             (words(BLOCK_KEYWORDS + DECLARATION_KEYWORDS, suffix=r"\b" + _NOT_KEY), Keyword.Declaration),
             # `name(`: a plugin, statistic or `column(...)` call (also `abs(`, `ratio(`)
-            (r"(%s)([ \t]*)(?=\()" % _WORD, bygroups(Name.Function, Whitespace)),
+            (rf"({_WORD})([ \t]*)(?=\()", bygroups(Name.Function, Whitespace)),
             # `name:`: a setting or argument name
-            (r"(%s)([ \t]*)(?=:)" % _WORD, bygroups(Name.Attribute, Whitespace)),
-            (words(_other_keywords, suffix=r"\b" + _NOT_KEY), Keyword),
+            (rf"({_WORD})([ \t]*)(?=:)", bygroups(Name.Attribute, Whitespace)),
+            (words(vocabulary.OTHER_KEYWORDS, suffix=r"\b" + _NOT_KEY), Keyword),
             (_WORD, Name),
             (r"-?[0-9]+(\.[0-9]+)?[eE][+-]?[0-9]+", Number.Float),
             (r"-?[0-9]+\.[0-9]+", Number.Float),

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
-from scoreaudit.lsp.index import KEYWORD_KIND
+from scoreaudit.grammar.vocabulary import STATEMENT_KEYWORDS
 
-STATEMENT_KEYWORDS = tuple(KEYWORD_KIND) + ("audit", "report", "validate")
 _STATEMENT_LINE = re.compile(r"^[ \t]*(" + "|".join(STATEMENT_KEYWORDS) + r")(?![A-Za-z0-9_])(?![ \t]*:)",
                              re.MULTILINE)
 _TOKEN = re.compile(r"""
@@ -43,9 +41,9 @@ class Frame:
     """An open bracket: `{` block, `(` call or group, `[` list."""
 
     open: str
-    func: Optional[str] = None  # the name before `(`
+    func: str | None = None  # the name before `(`
     index: int = 0  # argument index in a call
-    keyword: Optional[str] = None  # `name:` of the current argument
+    keyword: str | None = None  # `name:` of the current argument
     named: list[str] = field(default_factory=list)  # keyword arguments given so far
 
 
@@ -53,7 +51,7 @@ class Frame:
 class Context:
     """The cursor's situation. `tokens` are the statement's tokens before the word being typed."""
 
-    statement: Optional[str]
+    statement: str | None
     tokens: list[Tok]
     frames: list[Frame]
     word_start: int  # where the word being typed starts (== cursor when none)
@@ -62,14 +60,14 @@ class Context:
     statement_line: int = -1  # where the statement's line starts (its own declaration is no candidate)
 
     @property
-    def last(self) -> Optional[str]:
+    def last(self) -> str | None:
         return self.tokens[-1].text if self.tokens else None
 
     def last_n(self, n: int) -> list[str]:
         return [t.text for t in self.tokens[-n:]]
 
     @property
-    def call(self) -> Optional[Frame]:
+    def call(self) -> Frame | None:
         """The innermost frame when it is a call (not inside a list or block within it)."""
         for f in reversed(self.frames):
             if f.open == "[":
@@ -78,7 +76,7 @@ class Context:
         return None
 
     @property
-    def block(self) -> Optional[str]:
+    def block(self) -> str | None:
         """The statement keyword of the innermost open `{`, when the cursor is directly in it."""
         if self.frames and self.frames[-1].open == "{":
             return self.statement

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Optional
 
 from scoreaudit import api, registry
 from scoreaudit.compiler import ir
@@ -18,7 +17,7 @@ from scoreaudit.compiler.describe import SETTING_DOCS, describe, describe_entry,
 from scoreaudit.compiler.params import fields_of, literal_choices
 from scoreaudit.compiler.resolve import DECL_KINDS, REF_KINDS
 from scoreaudit.diagnostics import Diagnostic, has_errors
-from scoreaudit.grammar import ast
+from scoreaudit.grammar import ast, vocabulary
 from scoreaudit.lsp.context import Context, context_at
 from scoreaudit.lsp.index import NAME_RE, Index, Occurrence, entry_for, scan_declarations, word_at
 
@@ -26,57 +25,11 @@ REPORT_SETTING_DOCS = {
     "title": "the report's title (a quoted string); the audit's title when left out",
     "formats": "which reports `run` writes: html, pdf (both: `formats: html, pdf`)",
 }
-#: Hover text of the language's keywords (spec/language.md has the full reference).
-KEYWORD_DOCS = {
-    "audit": 'the audit block: `audit "title" { setting: value ... }`, once per spec',
-    "report": "the report block: `report { title: \"...\"  formats: html, pdf }`",
-    "scorer": "declares a scorer: `scorer NAME = plugin(...)`",
-    "arm": "declares an arm (a set of images or pairs): `arm NAME = images(...)` or `pairs(...)`",
-    "region": "declares a region: a region plugin call, a region name, `not`, `&` (and), `|` (or)",
-    "measure": "declares a measured attribute: `measure NAME = plugin(region: ...)`",
-    "covariate": "declares an artifact covariate: `covariate NAME = plugin(...)`",
-    "operator": "declares a pixel operator and its doses: `operator NAME = plugin(...) doses ...`",
-    "placebo": "declares a placebo: the same kind of operator elsewhere, sharing the doses of the operator after `of`",
-    "validate": "checks a measure against an operator: `validate MEASURE under OPERATOR: r2 >= 0.5, ...`",
-    "select": "declares a best-of-n selection: `select NAME = best_of N [under OPERATOR] by MEASURE`",
-    "hypothesis": 'declares a pre-registered hypothesis: `hypothesis NAME "title" { claims }`',
-    "probe": "declares an optimisation probe: `probe NAME = reno(scorer: ..., pipeline: ..., prompts: ..., measures: [...])`",
-    "doses": "the doses the operator is applied at: a list (`-10, 0, 10`) or a range (`-20..20 step 10`)",
-    "step": "the step of a dose range: `-20..20 step 10`",
-    "of": "`placebo NAME = ... of OPERATOR`: the operator whose doses the placebo shares",
-    "under": "the operator whose dose variants are validated or selected among",
-    "by": "`select ... by MEASURE`: the measure the selection ranks candidates by",
-    "best_of": "`best_of N`: keep the best-scoring of N candidates",
-    "within": "`θ within [a, b]`: an equivalence claim (the interval of θ lies inside [a, b])",
-    "abs": "`abs(θ) < δ`: an equivalence claim (θ lies within ±δ)",
-    "on": "the arms a claim (or a reading) is evaluated on; after a scorer, region, measure, covariate, "
-          "operator or placebo, its scope: the arms it runs on (`... on faces, bodies`)",
-    "for": "the scorers a claim (or a reading) is evaluated for: `for each scorer` or `for NAME, ...`",
-    "each": "`for each scorer`: one cell per declared scorer (on each arm, those in scope there)",
-    "not": "region algebra: every pixel outside the region",
-    "where": '`where COLUMN = "value"`: a reading restricted to images whose manifest column has that value',
-    "difference": "`difference(a, b)`: reading a minus reading b",
-    "ratio": "`ratio(a, b)`: reading a divided by reading b",
-}
-#: The statement keyword → the registry its calls name (as `index.CALL_KIND`, by keyword).
-STATEMENT_CALL_KIND = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
-                       "covariate": "covariate", "operator": "operator", "placebo": "operator",
-                       "hypothesis": "statistic", "probe": "probe"}
-DECLARATION_SNIPPETS = {
-    "audit": 'audit "${1:title}" {\n  version: 1\n  seed: ${2:1}\n}',
-    "scorer": "scorer ${1:name} = ${2:plugin}()",
-    "arm": 'arm ${1:name} = images("${2:folder}", manifest: "${3:manifest.csv}", kind: ${4:real})',
-    "region": "region ${1:name} = ${2:face}()",
-    "measure": "measure ${1:name} = ${2:plugin}(region: ${3:region})",
-    "covariate": "covariate ${1:name} = ${2:plugin}()",
-    "operator": "operator ${1:name} = ${2:plugin}(region: ${3:region}) doses ${4:-10, 0, 10}",
-    "placebo": "placebo ${1:name} = ${2:plugin}(region: ${3:region}) of ${4:operator}",
-    "validate": "validate ${1:measure} under ${2:operator}: r2 >= ${3:0.5}",
-    "select": "select ${1:name} = best_of ${2:4} under ${3:operator} by ${4:measure}",
-    "hypothesis": 'hypothesis ${1:H1} "${2:claim}" {\n  $0\n}',
-    "probe": 'probe ${1:name} = reno(scorer: ${2:scorer}, pipeline: "${3:stabilityai/sd-turbo}", prompts: "${4:prompts.txt}", measures: [${5:ita}])',
-    "report": "report {\n  formats: html, pdf\n}",
-}
+#: Hover text of the language's keywords, the registry each statement's calls name and the snippet
+#: each statement completes to: all from the vocabulary (`grammar/vocabulary.py`).
+KEYWORD_DOCS = vocabulary.DOCS
+STATEMENT_CALL_KIND = vocabulary.STATEMENT_CALL_KIND
+DECLARATION_SNIPPETS = {d.keyword: d.snippet for d in vocabulary.DECLARATIONS}
 
 
 class RenameError(ValueError):
@@ -94,16 +47,16 @@ class Document:
         self.path = path
 
     @cached_property
-    def parsed(self) -> tuple[Optional[ast.Module], list[Diagnostic]]:
+    def parsed(self) -> tuple[ast.Module | None, list[Diagnostic]]:
         module, diags = api.parse(self.text, self.path)
         return (module if module is not None and not has_errors(diags) else None), diags
 
     @property
-    def module(self) -> Optional[ast.Module]:
+    def module(self) -> ast.Module | None:
         return self.parsed[0]
 
     @cached_property
-    def index(self) -> Optional[Index]:
+    def index(self) -> Index | None:
         return Index(self.module) if self.module is not None else None
 
     def diagnostics(self, tables: bool = False) -> list[Diagnostic]:
@@ -128,7 +81,7 @@ class Document:
 # ---------------------------------------------------------------- navigation
 
 
-def _name_at(doc: Document, offset: int) -> Optional[Occurrence]:
+def _name_at(doc: Document, offset: int) -> Occurrence | None:
     """The declared name (definition or reference) under the cursor, from the parse."""
     if doc.index is None:
         return None
@@ -136,7 +89,7 @@ def _name_at(doc: Document, offset: int) -> Optional[Occurrence]:
     return o if o is not None and o.role in ("definition", "reference") else None
 
 
-def definition(doc: Document, offset: int) -> Optional[tuple[int, int]]:
+def definition(doc: Document, offset: int) -> tuple[int, int] | None:
     """Where the name under the cursor is declared; read from lines when the text does not parse."""
     o = _name_at(doc, offset)
     if o is not None:
@@ -157,15 +110,13 @@ def references(doc: Document, offset: int, include_declaration: bool = True) -> 
             if include_declaration or x.role != "definition"]
 
 
-def prepare_rename(doc: Document, offset: int) -> Optional[tuple[int, int, str]]:
+def prepare_rename(doc: Document, offset: int) -> tuple[int, int, str] | None:
     o = _name_at(doc, offset)
     return (o.start, o.end, o.name) if o is not None else None
 
 
 def rename(doc: Document, offset: int, new_name: str) -> list[tuple[int, int, str]]:
     """Edits (start, end, text) renaming the declared name under the cursor everywhere it is used."""
-    from scoreaudit.grammar.highlight import grammar_keywords
-
     if doc.module is None:
         line = next((d.span.line for d in doc.parsed[1] if d.is_error and d.span is not None), None)
         raise RenameError("the spec has syntax errors" + (f" (line {line})" if line else "") +
@@ -175,7 +126,7 @@ def rename(doc: Document, offset: int, new_name: str) -> list[tuple[int, int, st
         raise RenameError("only declared names (scorers, arms, regions, measures, operators, ...) can be renamed")
     if not NAME_RE.fullmatch(new_name):
         raise RenameError(f"`{new_name}` is not a name: use letters, digits and `_`, not starting with a digit")
-    if new_name in grammar_keywords():
+    if new_name in vocabulary.KEYWORDS:
         raise RenameError(f"`{new_name}` is a keyword of the language")
     if new_name == ir.ORIGINAL:
         raise RenameError(f"`{ir.ORIGINAL}` is reserved for the unaltered images")
@@ -185,7 +136,7 @@ def rename(doc: Document, offset: int, new_name: str) -> list[tuple[int, int, st
     return [(x.start, x.end, new_name) for x in doc.index.of_name(o.name)]
 
 
-def formatted(doc: Document) -> Optional[str]:
+def formatted(doc: Document) -> str | None:
     """The text as `scoreaudit fmt` prints it, or None when it does not parse."""
     from scoreaudit.compiler.fmt import format_module
 
@@ -199,7 +150,7 @@ def _code(text: str, lang: str = "") -> str:
     return f"```{lang}\n{text.rstrip()}\n```"
 
 
-def _declaration_hover(doc: Document, name: str) -> Optional[str]:
+def _declaration_hover(doc: Document, name: str) -> str | None:
     if doc.index is not None and name in doc.index.declared:
         kind, node = doc.index.declared[name]
         start, end = node.span.start, node.span.end
@@ -216,7 +167,7 @@ def _declaration_hover(doc: Document, name: str) -> Optional[str]:
     return f"**{kind} `{name}`** (line {doc.line_of(start)})\n\n" + _code("\n".join(lines), "audit")
 
 
-def _parameter_hover(o: Occurrence) -> Optional[str]:
+def _parameter_hover(o: Occurrence) -> str | None:
     reg = registry.REGISTRIES.get(o.kind or "")
     if reg is None or o.plugin not in reg:
         return None
@@ -232,7 +183,7 @@ def _parameter_hover(o: Occurrence) -> Optional[str]:
             f"parameter of `{entry.name}` ({entry.kind}): {entry.summary}")
 
 
-def _setting_hover(o: Occurrence) -> Optional[str]:
+def _setting_hover(o: Occurrence) -> str | None:
     if o.kind == "report":
         doc = REPORT_SETTING_DOCS.get(o.name)
         return f"**{o.name}** (report setting)\n\n{doc}" if doc else None
@@ -240,7 +191,7 @@ def _setting_hover(o: Occurrence) -> Optional[str]:
     return _code(text, "text") if text else None
 
 
-def hover(doc: Document, offset: int) -> Optional[str]:
+def hover(doc: Document, offset: int) -> str | None:
     """Markdown for the word under the cursor: `describe` text, or the declaration of a declared name."""
     o = doc.index.at(offset) if doc.index is not None else None
     if o is not None:
@@ -260,11 +211,9 @@ def hover(doc: Document, offset: int) -> Optional[str]:
         found = _declaration_hover(doc, w[2])
         if found is not None:
             return found
-    from scoreaudit.grammar.highlight import grammar_keywords
-
     # A keyword wins over a registry entry of the same spelling (e.g. the `placebo` report section).
-    if w[2] in set(KEYWORD_DOCS) | set(grammar_keywords()) and not doc.text[w[1]:].lstrip(" \t").startswith(":"):
-        return f"**{w[2]}** (keyword): {KEYWORD_DOCS.get(w[2], 'see spec/language.md')}"
+    if w[2] in KEYWORD_DOCS and not doc.text[w[1]:].lstrip(" \t").startswith(":"):
+        return f"**{w[2]}** (keyword): {KEYWORD_DOCS[w[2]]}"
     text = describe(w[2])
     return _code(text, "text") if text else None
 
@@ -285,7 +234,7 @@ class Symbol:
     sel_start: int
     sel_end: int
     detail: str = ""
-    children: list["Symbol"] = field(default_factory=list)
+    children: list[Symbol] = field(default_factory=list)
 
 
 def symbols(doc: Document) -> list[Symbol]:
@@ -337,8 +286,8 @@ class Completion:
     kind: str  # keyword | plugin | declared | setting | parameter | value
     detail: str = ""
     documentation: str = ""
-    insert: Optional[str] = None  # plain text to insert (label when None)
-    snippet: Optional[str] = None  # the same as an LSP snippet, for clients that take them
+    insert: str | None = None  # plain text to insert (label when None)
+    snippet: str | None = None  # the same as an LSP snippet, for clients that take them
 
 
 def signature(entry: registry.PluginEntry) -> str:
@@ -493,22 +442,21 @@ def _in_call(ctx: Context, call, text: str) -> list[Completion]:
     return []
 
 
-def _statement(ctx: Context, stmt: Optional[str], last: Optional[str], text: str) -> list[Completion]:
+def _statement(ctx: Context, stmt: str | None, last: str | None, text: str) -> list[Completion]:
     """Inside a one-line declaration, outside calls."""
     if stmt == "region" and last in ("=", "&", "|", "not", "("):
         return _plugins("region") + _declared(ctx.statement_line, text, ["region"]) + _keywords("not")
     if stmt in STATEMENT_CALL_KIND and stmt != "hypothesis" and last == "=":
         return _plugins(STATEMENT_CALL_KIND[stmt])
-    if stmt == "operator" and last == ")":
-        return _keywords("doses")
-    # a declaration's scope `on ARM, ARM` (the arms after `on` complete above)
-    if stmt in ("scorer", "region", "measure", "covariate") and last == ")" and ctx.depth == 0:
-        return _keywords("on")
+    # what follows a declaration's call or expression: `doses`, `of`, a scope `on ARM, ARM`
+    # (the arms after `on` complete above); `label:` is a key, not offered as a keyword
+    decl = vocabulary.BY_KEYWORD.get(stmt or "")
+    after = [w for w in decl.after_body if w != "label"] if decl is not None else []
+    if after and last == ")" and ctx.depth == 0:
+        return _keywords(*after)
     if stmt == "operator" and ctx.tokens and ctx.tokens[-1].type == "number" and any(t.text == "doses" for t in ctx.tokens):
         return _keywords("on")
     if stmt == "placebo":
-        if last == ")":
-            return _keywords("of")
         if last == "of":
             return _declared(ctx.statement_line, text, ["operator"])
         if ctx.last_n(2)[:1] == ["of"]:

@@ -16,31 +16,18 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from scoreaudit import registry
 from scoreaudit.compiler.params import fields_of
 from scoreaudit.compiler.resolve import DECL_KINDS, REF_KINDS
-from scoreaudit.grammar import ast
+from scoreaudit.grammar import ast, vocabulary
 
-#: Which registry a call in each declaration names.
-CALL_KIND: dict[type, str] = {
-    ast.ScorerDecl: "scorer",
-    ast.ArmDecl: "arm",
-    ast.RegionDecl: "region",
-    ast.MeasureDecl: "measure",
-    ast.CovariateDecl: "covariate",
-    ast.OperatorDecl: "operator",
-    ast.PlaceboDecl: "operator",
-    ast.HypothesisDecl: "statistic",
-    ast.ProbeDecl: "probe",
-}
-
-#: Declaration keyword → declaration kind (as `compiler.resolve` names kinds).
-KEYWORD_KIND = {"scorer": "scorer", "arm": "arm", "region": "region", "measure": "measure",
-                "covariate": "covariate", "operator": "operator", "placebo": "placebo",
-                "select": "selection", "hypothesis": "hypothesis", "probe": "probe"}
+#: Which registry a call in each declaration names; declaration keyword → declaration kind.
+CALL_KIND: dict[type, str] = vocabulary.CALL_KIND
+KEYWORD_KIND: dict[str, str] = vocabulary.KEYWORD_KIND
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DECL_RE = re.compile(r"^[ \t]*(" + "|".join(KEYWORD_KIND) + r")(?![A-Za-z0-9_])(?![ \t]*:)[ \t]+"
@@ -60,11 +47,11 @@ class Occurrence:
     end: int
     name: str
     role: str
-    kind: Optional[str] = None
-    plugin: Optional[str] = None
+    kind: str | None = None
+    plugin: str | None = None
 
 
-def entry_for(name: str, kind: Optional[str]) -> Optional[registry.PluginEntry]:
+def entry_for(name: str, kind: str | None) -> registry.PluginEntry | None:
     """The registry entry a call names: the one of the declaration's kind, else any of that name."""
     registry.load_plugins()
     reg = registry.REGISTRIES.get(kind or "")
@@ -101,7 +88,7 @@ class Index:
 
     # ------------------------------------------------------------ queries
 
-    def at(self, offset: int) -> Optional[Occurrence]:
+    def at(self, offset: int) -> Occurrence | None:
         """The occurrence under the cursor (its end counts: a cursor just after a word is on it)."""
         i = bisect.bisect_right(self._starts, offset) - 1
         for j in (i, i - 1):
@@ -115,12 +102,12 @@ class Index:
         """The definitions and references of a declared name, in text order."""
         return [o for o in self.occurrences if o.name == name and o.role in ("definition", "reference")]
 
-    def definition(self, name: str) -> Optional[Occurrence]:
+    def definition(self, name: str) -> Occurrence | None:
         return next((o for o in self.occurrences if o.name == name and o.role == "definition"), None)
 
     # ------------------------------------------------------------ building
 
-    def _add(self, node: Any, role: str, kind: Optional[str] = None, plugin: Optional[str] = None) -> None:
+    def _add(self, node: Any, role: str, kind: str | None = None, plugin: str | None = None) -> None:
         span = getattr(node, "span", None)
         name = getattr(node, "name", None)
         if span is None or span.line == 0 or not isinstance(name, str) or span.end <= span.start:
@@ -137,8 +124,9 @@ class Index:
         kind = DECL_KINDS.get(type(d))
         if kind is not None:
             self._add(d.name, "definition", kind)
-        if isinstance(d, (ast.AuditBlock, ast.ReportDecl)):
-            block = "audit" if isinstance(d, ast.AuditBlock) else "report"
+        decl = vocabulary.BY_NODE.get(type(d))
+        if decl is not None and decl.form == "settings":
+            block = decl.keyword
             for s in d.settings:
                 self._add(s.key, "setting", block)
             return
@@ -148,7 +136,7 @@ class Index:
                 continue
             self._visit(getattr(d, f.name), ctx)
 
-    def _visit(self, node: Any, ctx: Optional[str], hint: Optional[str] = "any") -> None:
+    def _visit(self, node: Any, ctx: str | None, hint: str | None = "any") -> None:
         """Walk any node; `hint` says whether a bare name here may be a reference."""
         if node is None or isinstance(node, (str, int, float, bool, ast.Number, ast.String, ast.Column,
                                              ast.EachScorer)):
@@ -178,7 +166,7 @@ class Index:
                 if f.name != "span":
                     self._visit(getattr(node, f.name), ctx, "any")
 
-    def _call(self, call: ast.Call, ctx: Optional[str]) -> None:
+    def _call(self, call: ast.Call, ctx: str | None) -> None:
         entry = entry_for(call.func.name, ctx)
         self._add(call.func, "plugin", entry.kind if entry else ctx)
         for i, arg in enumerate(call.args):
@@ -212,7 +200,7 @@ def scan_declarations(text: str) -> list[Declared]:
     return out
 
 
-def word_at(text: str, offset: int) -> Optional[tuple[int, int, str]]:
+def word_at(text: str, offset: int) -> tuple[int, int, str] | None:
     """The identifier touching `offset` (start, end, word), or None."""
     start = offset
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_") and text[start - 1].isascii():
