@@ -199,13 +199,13 @@ def export(bundle: str | Path, kind: str) -> Path:
 
 def cache_status(ir, plan, *, spec_path, cache_path=None, allow_outside: bool = False):
     """Which plan steps the cache holds (`scoreaudit plan --cache`); None without a cache."""
-    from scoreaudit.runtime.executor import cache_status as _status
+    from scoreaudit.runtime.cache_status import cache_status as _status
 
     return _status(ir, plan, spec_path=Path(spec_path), cache_path=cache_path, allow_outside=allow_outside)
 
 
 def plan_text(plan, status=None) -> str:
-    """An ExecutionPlan as `scoreaudit plan` prints it (`status`: runtime.executor.cache_status)."""
+    """An ExecutionPlan as `scoreaudit plan` prints it (`status`: runtime.cache_status.cache_status)."""
     from scoreaudit.compiler.plan import render_plan
 
     return render_plan(plan, status)

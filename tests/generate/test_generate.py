@@ -226,7 +226,7 @@ def test_generated_arm_gets_thumbnail_strips(tmp_path, pipe_dir):
 def test_a_rerun_into_the_same_output_replays_the_generated_images_memos(tmp_path, pipe_dir, monkeypatch):
     """The output copies keep the store's time and are not rewritten, so their memos (path, size, time)
     hold: the second run decodes none of the generated images, and its tables are the first run's."""
-    import scoreaudit.runtime.executor as ex
+    import scoreaudit.runtime.arm_runner as runner
 
     spec = _project(tmp_path, pipe_dir)
     kw = dict(out=tmp_path / "out", device="cpu", cache=tmp_path / "c.sqlite", progress=False, render_report=False)
@@ -235,8 +235,8 @@ def test_a_rerun_into_the_same_output_replays_the_generated_images_memos(tmp_pat
     before = png.stat().st_mtime_ns
     first = (tmp_path / "out" / "tables" / "scores.parquet").read_bytes()
     decoded = []
-    real = ex.decode_record
-    monkeypatch.setattr(ex, "decode_record", lambda rec, *a: decoded.append(rec.image_id) or real(rec, *a))
+    real = runner.decode_record
+    monkeypatch.setattr(runner, "decode_record", lambda rec, *a: decoded.append(rec.image_id) or real(rec, *a))
     api.run(spec, **kw)
     assert decoded == []  # every image replayed from its memo
     assert png.stat().st_mtime_ns == before

@@ -143,7 +143,7 @@ def test_a_damaged_memo_is_not_replayed(tmp_path, capsys):
 
 def test_plan_cache_does_not_count_an_image_whose_values_are_damaged(tmp_path):
     from scoreaudit import api
-    from scoreaudit.runtime.executor import cache_status
+    from scoreaudit.runtime.cache_status import cache_status
 
     spec = project(tmp_path / "p")
     cache = tmp_path / "c.sqlite"

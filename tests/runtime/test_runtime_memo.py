@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from runtime_helpers import hypothesis, make_images, make_ir, run_steps, table_bytes, fake_log  # noqa: F401 (fixture)
-from scoreaudit.runtime import executor as ex
+from scoreaudit.runtime import arm_runner
 from scoreaudit.runtime.executor import execute
 
 
@@ -18,13 +18,13 @@ def _run(spec, ir, out, **kw):
 
 def _counting_decoder(monkeypatch):
     seen: list[str] = []
-    real = ex.decode_record
+    real = arm_runner.decode_record
 
     def counting(rec, *a, **k):
         seen.append(rec.image_id)
         return real(rec, *a, **k)
 
-    monkeypatch.setattr(ex, "decode_record", counting)
+    monkeypatch.setattr(arm_runner, "decode_record", counting)
     return seen
 
 

@@ -83,7 +83,7 @@ def test_plan_cache_counts_cached_and_to_run_steps(tmp_path, fake_log):
     from PIL import Image
 
     from scoreaudit.compiler.plan import render_plan
-    from scoreaudit.runtime.executor import cache_status
+    from scoreaudit.runtime.cache_status import cache_status
 
     spec = make_images(tmp_path)
     ir = make_ir()

@@ -15,7 +15,7 @@ from scoreaudit.compiler.ir import OperatorIR, ScorerIR
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime import ray_backend as rb
 from scoreaudit.runtime import ray_cluster
-from scoreaudit.runtime.executor import ArmRunner
+from scoreaudit.runtime.arm_runner import ArmRunner
 from scoreaudit.runtime.measure_steps import measure_specs
 from scoreaudit.runtime.progress import Progress
 from scoreaudit.runtime.region_steps import RegionSteps

@@ -580,7 +580,7 @@ def arm_work(plan: ExecutionPlan) -> dict[str, ArmStage]:
 def render_plan(plan: ExecutionPlan, status: dict | None = None) -> str:
     """A readable printout: one line per step (reads → writes), then the totals.
 
-    `status` (runtime.executor.cache_status): each step says whether it is cached or to run,
+    `status` (runtime.cache_status.cache_status): each step says whether it is cached or to run,
     and a last section counts them.
     """
     lines = [f"execution plan (schema {plan.schema_version}, fingerprint {plan.fingerprint[:16]}), "

@@ -2,7 +2,7 @@
 
 The run copies each such table into the bundle before any work and refuses
 one outside the spec's folder (E0707) or one that is not a regular file
-(a folder, FIFO, device: E0730; runtime.executor.read_stat_inputs). The same
+(a folder, FIFO, device: E0730; runtime.run_inputs.read_stat_inputs). The same
 two checks run here, at the hypothesis that names the table. A table not
 there yet passes, as a missing manifest does (the statistic reports it).
 """

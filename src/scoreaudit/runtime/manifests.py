@@ -424,7 +424,8 @@ def _pixelfree_records(col: _Collector, arm, frame, values: Sequence[Mapping[str
                             help="give every row a unique id")
             continue
         if first[i] != row_no:
-            col.error("E0703", f"duplicate image id '{iid}' in manifest '{col.manifest}': row {first[i]} and row {row_no}",
+            col.error("E0703", f"duplicate image id '{iid}' in manifest '{col.manifest}': "
+                      f"row {first[i]} and row {row_no}",
                       help="ids must be unique within an arm; rename or remove one of the rows")
             continue
         records.append(ImageRecord(arm=arm.name, image_id=iid, row=row_no, path=None,

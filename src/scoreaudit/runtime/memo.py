@@ -132,7 +132,7 @@ class Memos:
 
 def probe_step(arm: str, max_pixels: int, files: Mapping[str, Sequence[int]]) -> StepKey:
     """The cache entry recording which image files of an arm passed the header probe
-    (`images.load_manifest`), as path -> (size, mtime_ns). Entries are write-once, so the
+    (`manifests.load_manifest`), as path -> (size, mtime_ns). Entries are write-once, so the
     key follows the content and the slot (`probe <arm>`) points at the latest."""
     params = hash_value(["probe", MEMO_VERSION, arm, max_pixels])
     inputs = hash_value(sorted((k, list(v)) for k, v in files.items()))

@@ -42,8 +42,13 @@ from scoreaudit.runtime.precomputed.check import check_precomputed, manifest_ids
 from scoreaudit.runtime.precomputed.matching import TableSet, combine, load_tables
 from scoreaudit.runtime.precomputed.provenance import manifest_provenance, provenance
 from scoreaudit.runtime.precomputed.reading import KINDS, Kind, LongTable, empty_frame, layout, number, read_long_table
-from scoreaudit.runtime.precomputed.rows import (ManifestRow, imageless_rows, manifest_scores, precomputed_measures,
-                                                 precomputed_scores)
+from scoreaudit.runtime.precomputed.rows import (
+                                                 ManifestRow,
+                                                 imageless_rows,
+                                                 manifest_scores,
+                                                 precomputed_measures,
+                                                 precomputed_scores,
+)
 from scoreaudit.runtime.tablefile import Records, TableError, read_frame, read_records
 
 __all__ = ["KINDS", "Kind", "LongTable", "ManifestRow", "ProvidedTables", "Records", "TableError", "TableSet",
