@@ -109,7 +109,7 @@ def test_a_probes_clip_attribute_model_is_listed_and_fetched(project, monkeypatc
     assert main(["weights", str(spec)]) == 3  # image_reward's weights are not in this cache
     out = capsys.readouterr().out
     assert f"{spec}:r  [ready]" in out  # the pipeline and the local CLIP folder
-    assert "CLIP model (clip_attribute) clip: folder under the spec's folder" in out
+    assert "CLIP model (clip_attribute, anchor) clip: folder under the spec's folder" in out
     (project.parent / "clip" / "model.safetensors").unlink()  # incomplete: named, nothing to fetch
     assert main(["weights", str(spec)]) == 3
     assert "the folder 'clip' lacks model.safetensors" in capsys.readouterr().out
@@ -141,5 +141,5 @@ def test_a_probes_clip_attribute_model_is_listed_and_fetched(project, monkeypatc
     assert main(["weights", "--download", str(spec)]) == 3  # image_reward still missing
     captured = capsys.readouterr()
     assert asked == [("weights-test/clip", ["*.json", "*.txt", "*.safetensors"])]
-    assert "fetching CLIP model (clip_attribute) weights-test/clip" in captured.err
+    assert "fetching CLIP model (clip_attribute, anchor) weights-test/clip" in captured.err
     assert f"{spec}:r  [ready]" in captured.out

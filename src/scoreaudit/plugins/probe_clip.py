@@ -92,3 +92,48 @@ class ZeroShotClip:
             img = self.model.visual_projection(out.pooler_output).float()
             img = img / img.norm(dim=-1, keepdim=True)
             return torch.softmax(self.scale * img @ self.text.T, dim=-1)[0].cpu().numpy().astype(float)
+
+
+class ClipEmbedder:
+    """CLIP image embeddings (transformers `CLIPModel.get_image_features`): the anchors' f(x) and SeedSelect's.
+
+    `embed` takes uint8 H×W×3 images (the scorers' CLIP preprocessing); `embed_tensor` takes float
+    N×3×H×W images in [0, 1] and keeps the gradient (the same preprocessing, differentiably).
+    """
+
+    def __init__(self, model: str, base_dir: Path | None, device: str, what: str = "anchor") -> None:
+        import torch  # noqa: F401
+        from transformers import CLIPModel
+
+        from scoreaudit.plugins.scorers.model_pickscore import hf_clip_preprocess
+
+        folder = locate_clip(model, base_dir)
+        try:
+            self.model = CLIPModel.from_pretrained(str(folder), local_files_only=True).to(device).eval()
+        except Exception as exc:  # noqa: BLE001 - unreadable or incomplete folder
+            raise ScorerUnavailable(f"{what}: cannot load the CLIP model in {folder} "
+                                    f"({type(exc).__name__}: {exc})") from None
+        for q in self.model.parameters():
+            q.requires_grad_(False)
+        self.pre = hf_clip_preprocess(folder)
+        self.device = device
+
+    def _features(self, x):
+        out = self.model.vision_model(pixel_values=x)
+        return self.model.visual_projection(out.pooler_output).float()
+
+    def embed(self, images: list[np.ndarray]) -> np.ndarray:
+        """f(x) of each image (N×D, not normalised), in batches of one size."""
+        import torch
+
+        feats = []
+        with torch.inference_mode():
+            for img in images:
+                feats.append(self._features(self.pre.batch([img], self.device, torch.float32))[0].cpu().numpy())
+        return np.asarray(feats, dtype=np.float64)
+
+    def embed_tensor(self, x):
+        """f(x) of float N×3×H×W images in [0, 1], differentiably (N×D, not normalised)."""
+        import torch
+
+        return self._features(self.pre.tensor(x, torch.float32).to(self.device))

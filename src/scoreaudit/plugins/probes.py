@@ -167,7 +167,7 @@ class ClipAttributeParams(Params):
 
 
 @probe_measures.register("clip_attribute", params=ClipAttributeParams, version="1", unit="share",
-                         requires=("torch", "transformers"), context=True)
+                         requires=("torch", "transformers"), context=True, clip_model=True)
 class ClipAttribute:
     """Zero-shot CLIP classification over the user's labels: per image, which label fits best.
 
@@ -275,3 +275,107 @@ class Nsfw:
         from scoreaudit.plugins.nsfw_detectors import collapse
 
         return {"": collapse(self.detections(image), self.labels, self.threshold)}
+
+
+class AnchorParams(Params):
+    # a table (.csv/.tsv) under the spec's folder: one row per anchor image, its path (relative to the
+    # spec's folder) and its label (e.g. the self-reported race-gender group of a face database)
+    manifest: str
+    label: str = "label"  # the column holding each image's label
+    path: str = "path"  # the column holding each image's path
+    # a transformers CLIPModel: a folder under the spec's folder or a Hugging Face id in the local cache
+    model: str = "openai/clip-vit-large-patch14"
+
+
+@probe_measures.register("anchor", params=AnchorParams, version="1", unit="cosine",
+                         requires=("torch", "transformers"), context=True, labels_from_file=True, clip_model=True)
+class Anchor:
+    """The label of the nearest anchor: one mean CLIP embedding per label of a labelled image set.
+
+    The anchors are built once per run from the user's manifest: per label,
+    a = ē/‖ē‖ with ē the mean CLIP image embedding of its images (the seed
+    paper's CFD anchors); a probe image goes to the anchor of highest cosine
+    similarity. Recorded per label: 1 for the nearest, 0 for the others
+    (`probe_shift`, `probe_transition`), and, unlabelled, the margin: the
+    cosine to the nearest anchor minus the cosine to the second (so
+    `probe_drift(P, measure: anchor)` is the margin's drift, in cosine).
+    """
+
+    def __init__(self, params: AnchorParams, base_dir=None, device: str = "cpu") -> None:
+        self.params = params
+        self.base_dir = base_dir
+        self.device = device
+        self._model = None
+        self.labels: list[str] = []
+        self.anchors: Optional[np.ndarray] = None  # labels × D, unit rows
+
+    def _load(self):
+        if self._model is None:
+            from scoreaudit.plugins.probe_clip import ClipEmbedder
+
+            rows = read_labelled_images(self.params.manifest, self.params.path, self.params.label, self.base_dir,
+                                        "anchor")
+            model = ClipEmbedder(self.params.model, self.base_dir, self.device, "anchor")
+            feats = model.embed([img for img, _ in rows])
+            self.labels = sorted({lab for _, lab in rows})
+            anchors = []
+            for lab in self.labels:
+                mean = feats[[k for k, (_, x) in enumerate(rows) if x == lab]].mean(axis=0)
+                anchors.append(mean / np.linalg.norm(mean))
+            self.anchors = np.asarray(anchors)
+            self._model = model
+        return self._model
+
+    def compute(self, image: np.ndarray) -> dict[str, float]:
+        f = self._load().embed([image])[0]
+        cos = self.anchors @ (f / np.linalg.norm(f))
+        order = np.argsort(-cos, kind="stable")
+        out = {lab: float(k == order[0]) for k, lab in enumerate(self.labels)}
+        out[""] = float(cos[order[0]] - cos[order[1]]) if len(cos) > 1 else math.nan
+        return out
+
+
+def read_labelled_images(manifest: str, path_col: str, label_col: str, base_dir, what: str
+                         ) -> list[tuple[np.ndarray, str]]:
+    """(RGB uint8 image, label) per row of a labelled manifest under the spec's folder (paths relative to it).
+
+    Every file must lie under the spec's folder (the one containment check) and be a regular file.
+    """
+    import csv
+    import io
+    from pathlib import Path
+
+    from PIL import Image
+
+    from scoreaudit.plugins.base import ScorerUnavailable
+    from scoreaudit.safeio import UnsafePath, inside, read_regular
+
+    base = Path(base_dir) if base_dir is not None else Path(".")
+    where = base / manifest
+    if not inside(where, base):
+        raise ScorerUnavailable(f"{what}: the manifest '{manifest}' lies outside the spec's folder")
+    try:
+        text = read_regular(where).decode("utf-8-sig")
+    except (OSError, UnsafePath, UnicodeDecodeError) as exc:
+        raise ScorerUnavailable(f"{what}: cannot read the manifest '{manifest}' ({exc})") from None
+    reader = csv.DictReader(io.StringIO(text), delimiter="\t" if manifest.lower().endswith(".tsv") else ",")
+    missing = [c for c in (path_col, label_col) if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ScorerUnavailable(f"{what}: the manifest '{manifest}' has no column {missing[0]!r} (columns: "
+                                f"{', '.join(reader.fieldnames or [])})")
+    rows = []
+    for k, row in enumerate(reader, start=2):
+        rel, lab = (row.get(path_col) or "").strip(), (row.get(label_col) or "").strip()
+        if not rel or not lab:
+            raise ScorerUnavailable(f"{what}: row {k} of '{manifest}' has no {path_col if not rel else label_col}")
+        img_path = base / rel
+        if not inside(img_path, base):
+            raise ScorerUnavailable(f"{what}: row {k} of '{manifest}' names '{rel}', outside the spec's folder")
+        try:
+            with Image.open(io.BytesIO(read_regular(img_path))) as im:
+                rows.append((np.asarray(im.convert("RGB")), lab))
+        except (OSError, UnsafePath) as exc:
+            raise ScorerUnavailable(f"{what}: cannot read '{rel}' (row {k} of '{manifest}'): {exc}") from None
+    if not rows:
+        raise ScorerUnavailable(f"{what}: the manifest '{manifest}' lists no images")
+    return rows

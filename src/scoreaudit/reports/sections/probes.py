@@ -11,7 +11,8 @@ from scoreaudit.reports.sections import section
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 UNITS = {"score": "score", "ita": "ITA°", "skin_exposure": "share of the person region",
-         "clip_attribute": "share of images"}
+         "clip_attribute": "share of images", "nsfw": "NSFW rate (share of images)",
+         "anchor": "share of images (nearest anchor)"}
 
 
 def _table(ctx):
