@@ -10,6 +10,7 @@ from scoreaudit.compiler import settings as setting_defs
 from scoreaudit.compiler.settings import CLAIM_RULE, claim_level
 from scoreaudit.reports import fmt, labels
 from scoreaudit.reports.sections import section
+from scoreaudit.reports.sections.arm_prompts import generated_arms
 from scoreaudit.reports.sentences import OUTCOME_ICON, cell_sentence
 from scoreaudit.stats.sentences import signed  # one sentence source: which statistics carry a sign
 
@@ -62,6 +63,7 @@ def preregistration(ctx) -> dict:
         "deviations": [_deviation(d) for d in lock.get("deviations") or []],
         "attestation": lock.get("attestation") or "",
         "lock_sha256": lock.get("lock_sha256"),
+        "generated": generated_arms(ctx),  # which prompt each generated arm's images were scored with
     }
 
 
