@@ -12,17 +12,15 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
+from scoreaudit.stats.stat_words import stat_name
+
 COMPARISONS = ("difference", "ratio")
 #: statistics of this issue with a sentence of their own (their subject needs their parameters)
 OWN_SENTENCE = COMPARISONS + ("share", "decompose", "agreement")
 
-STAT_WORDS = {"fidelity_index": "fidelity index", "curve": "mean score change", "net_drift": "best-of-n net drift",
-              "pairwise_accuracy": "pairwise accuracy", "mean_gap": "mean gap", "placebo_ratio": "placebo ratio",
-              "group_gap": "group gap"}
-
 
 def _subject(r: dict) -> str:
-    words = STAT_WORDS.get(r["statistic"], r["statistic"].replace("_", " "))
+    words = stat_name(r["statistic"])  # the registry's words, as every other cell sentence says them
     p = r.get("params") or {}
     what = p.get("operator") or p.get("selection") or p.get("factor") or p.get("label") or p.get("measure")
     return f"{words} of {what}" if what else words

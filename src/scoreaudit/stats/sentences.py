@@ -13,23 +13,9 @@ auditability verdict is stress-test-only says so.
 from __future__ import annotations
 
 from scoreaudit import numfmt as fmt
+from scoreaudit.stats.stat_words import signed, stat_name  # also imported from here by the reports
 
 STRESS = "stress test, not a bias measurement"
-
-
-def _entry_meta(statistic: str) -> dict:
-    from scoreaudit import registry
-
-    registry.load_plugins()
-    return dict(registry.statistics.get(statistic).meta) if statistic in registry.statistics else {}
-
-
-def stat_name(statistic: str) -> str:
-    return _entry_meta(statistic).get("words") or statistic.replace("_", " ")
-
-
-def signed(statistic: str) -> bool:
-    return _entry_meta(statistic).get("sign", "signed") == "signed"
 
 
 def _where(cell: dict) -> str:
