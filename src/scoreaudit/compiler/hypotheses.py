@@ -179,7 +179,8 @@ def check_nulls(low: Lowered, expr: Any, test: ir.TestIR, st) -> bool:
                   f"{_null_text(null)}", f"write the interval around its null value: `{text(expr.left.call)} within "
                   f"[a, b]`")
         ok = False
-    if low.name == "transfers" and low.inner is not None and low.inner.entry.meta.get("null") is None:
+    if "inner_null" in low.entry.meta.get("needs", ()) and low.inner is not None \
+            and low.inner.entry.meta.get("null") is None:
         sink.emit("E0425", low.bound.arg_node("statistic") or low.bound.call,
                   f"`{low.inner.name}` has no null value, so its transfer ratio has no meaning",
                   "transfer a statistic with a no-effect value (an effect, a correlation, an accuracy)")
@@ -246,17 +247,17 @@ def check_needs(low: Lowered, arm_name: str, arm_node: Any, st) -> bool:
                       f"(its doses: {_fmt_doses(op.doses)})", f"name one of the doses of `{op.name}`, or add {d:g} "
                       "to its dose list")
             ok = False
-    if name == "directional_drift":
+    if "dose_selection" in needs:
         sel = st.selections.get(params.get("selection"))
         if sel is not None and sel.operator is None:
-            sink.emit("E0422", low.bound.arg_node("selection"), f"`directional_drift` compares the picked dose "
+            sink.emit("E0422", low.bound.arg_node("selection"), f"`{name}` compares the picked dose "
                       f"with its mirror, but selection `{sel.name}` picks among images, not doses",
                       f"select among dose variants: `best_of {sel.n} under OPERATOR by {sel.measure}`, or use "
                       f"`net_drift({sel.name})`")
             ok = False
         elif sel is not None and sel.operator in st.operators and not st.operators[sel.operator].symmetric:
             op = st.operators[sel.operator]
-            sink.emit("E0423", low.bound.arg_node("selection"), f"`directional_drift` needs doses symmetric around "
+            sink.emit("E0423", low.bound.arg_node("selection"), f"`{name}` needs doses symmetric around "
                       f"the identity, but `{op.name}` has doses {_fmt_doses(op.doses)}",
                       f"add the mirrored doses to `{op.name}`, or use `net_drift({sel.name})`")
             ok = False
@@ -373,8 +374,8 @@ def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool
     test = make_test(claim.expr, low.entry, sink) if low is not None else None
     if test is not None and not check_nulls(low, claim.expr, test, st):
         test = None
-    if test is not None and low.name == "homogeneous" and low.bound.params.get("margin") is None:
-        sink.emit("W0420", low.bound.call, "`homogeneous(...)` without `margin:` can be refuted or inconclusive but "
+    if test is not None and "margin" in low.entry.meta.get("needs", ()) and low.bound.params.get("margin") is None:
+        sink.emit("W0420", low.bound.call, f"`{low.name}(...)` without `margin:` can be refuted or inconclusive but "
                   "never supported: a non-significant test is absence of evidence, not evidence of homogeneity",
                   f"add an equivalence margin in the statistic's units, e.g. `{text(low.bound.call)[:-1]}, margin: 0.1)`")
     scope = low.entry.meta.get("scope", "arm") if low is not None else "arm"

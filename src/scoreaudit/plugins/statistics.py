@@ -22,6 +22,10 @@ Keys (all required unless marked optional):
                 fi_doses    symmetric, or one-sided (every dose on one side of the identity)
                 placebo     the `placebo` argument is a placebo of `operator`
                 dose        the `dose` argument (when given) is one of the operator's doses
+                dose_selection  the `selection` argument picks among the doses of an operator symmetric
+                            around its identity (E0422, E0423)
+                inner_null  the nested `statistic` argument has a null value (E0425)
+                margin      supported only with a `margin:` argument (W0420 without one)
   unit        what the estimate is measured in ("sd" follows the audit's `scale` setting)
   null        the value the statistic takes when there is no effect (0 for effects, 0.5 for
               accuracies, 1 for ratios), or None when it has none (claims, validation checks,
@@ -68,7 +72,8 @@ from scoreaudit.registry import NoParams, Params, Ref, statistics
 
 SIGNS = ("signed", "unsigned")
 READS = ("original", "operator", "placebo", "measures", "selection", "inner", "via")
-NEEDS = ("images", "pairs", "cluster", "factors", "kinds_differ", "symmetric", "fi_doses", "placebo", "dose")
+NEEDS = ("images", "pairs", "cluster", "factors", "kinds_differ", "symmetric", "fi_doses", "placebo", "dose",
+         "dose_selection", "inner_null", "margin")
 REQUIRED = ("unit", "null", "sign", "reads", "estimator", "truth", "words")
 REPLICATES = ("always", "scale sd", "strata", "never")
 
@@ -226,7 +231,7 @@ def net_drift():
     """Best-of-n net drift: mean over groups of m(argmax) − mean of m over the group (the random pick's expectation)."""
 
 
-@statistic("directional_drift", params=DriftParams, positional=("selection",), needs=("images",),
+@statistic("directional_drift", params=DriftParams, positional=("selection",), needs=("images", "dose_selection"),
            unit="measure units", null=0.0, sign="signed", reads=("selection",),
            words="best-of-n directional drift", estimator="scoreaudit.stats.selection:directional_drift",
            truth="scoreaudit.stats.truth:directional_drift")
@@ -247,7 +252,7 @@ class TransfersParams(Params):
 
 
 @statistic("transfers", params=TransfersParams, positional=("statistic",), returns="claim", scope="cross_arm",
-           needs=("kinds_differ",), unit="ratio", null=None, sign="unsigned", reads=("inner",),
+           needs=("kinds_differ", "inner_null"), unit="ratio", null=None, sign="unsigned", reads=("inner",),
            words="transfer ratio", estimator="scoreaudit.stats.transfer:transfers",
            truth="scoreaudit.stats.truth:transfers")
 def transfers():
@@ -270,7 +275,8 @@ class HomogeneousParams(Params):
     test: Literal["auto", "kruskal", "anova", "friedman", "wald"] = "auto"
 
 
-@statistic("homogeneous", params=HomogeneousParams, positional=("statistic",), returns="claim", needs=("images",),
+@statistic("homogeneous", params=HomogeneousParams, positional=("statistic",), returns="claim",
+           needs=("images", "margin"),
            unit="difference", null=None, sign="unsigned", reads=("inner",), words="stratum spread",
            estimator="scoreaudit.stats.strata:homogeneous", truth="scoreaudit.stats.truth:homogeneous")
 def homogeneous():
