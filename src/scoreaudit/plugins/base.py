@@ -11,6 +11,8 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from scoreaudit.keys import hash_array
+
 
 class ImageFailure(Exception):
     """One image could not be used at one stage (decode, region, ...); `reason` is what a user reads."""
@@ -22,14 +24,9 @@ class ImageFailure(Exception):
 
 
 def content_hash(image: np.ndarray) -> str:
-    """sha256 of dtype, shape and pixel bytes: the identity of an image in every cache key."""
-    import hashlib
-
-    arr = np.ascontiguousarray(image)
-    h = hashlib.sha256()
-    h.update(f"{arr.dtype.str}|{arr.shape}|".encode())
-    h.update(arr.tobytes())
-    return h.hexdigest()
+    """sha256 of dtype, shape and pixel bytes: the identity of an image in every cache key (keys.hash_array,
+    the one content-address scheme)."""
+    return hash_array(image)
 
 
 @dataclass(frozen=True)
