@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreaudit.compiler.doses import dose_key, dose_keys
+from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index
 from scoreaudit.stats.estimate import Estimate
+
 
 def even_odd(ctx: StatContext, arm, scorer: str, operator: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Per-image raw (FI_i, A_i) and the offsets used.
@@ -39,9 +40,9 @@ def even_odd(ctx: StatContext, arm, scorer: str, operator: str) -> tuple[np.ndar
         pairs.append((jp, jm))
     plus = D[:, [p for p, _ in pairs]]
     minus = D[:, [m for _, m in pairs]]
-    E = (plus + minus) / 2
-    O = (plus - minus) / 2
-    return -E.mean(axis=1), O.mean(axis=1), np.array(offsets)
+    even = (plus + minus) / 2
+    odd = (plus - minus) / 2
+    return -even.mean(axis=1), odd.mean(axis=1), np.array(offsets)
 
 
 def _op_params(call: StatCallIR) -> tuple[str, str | None]:
