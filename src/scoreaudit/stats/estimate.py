@@ -12,8 +12,9 @@ place.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 
@@ -113,7 +114,9 @@ class Estimate:
         floor = self.p_floor
         if floor is None and self.method == "bootstrap" and self.p_fn is None and self.boot is not None \
                 and len(self.boot):
-            def floor(t, side, b=len(self._finite_boot())):
+            b = len(self._finite_boot())
+
+            def floor(t, side):
                 return 1.0 / (b + 1)
         if floor is None:
             return None
@@ -154,7 +157,7 @@ class Estimate:
         b = self._finite_boot()
         return float(b.std(ddof=1)) if len(b) >= 2 else None
 
-    def with_ci(self, ci: str) -> "Estimate":
+    def with_ci(self, ci: str) -> Estimate:
         from dataclasses import replace
 
         return replace(self, ci=ci)
