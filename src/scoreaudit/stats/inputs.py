@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scoreaudit.compiler.lock import table_params  # noqa: F401 - the one walker; executor imports it from here
+from scoreaudit.compiler.lock import table_params  # the one walker; executor imports it from here
 
 INPUTS_DIR = "inputs"
 SUFFIXES = (".csv", ".tsv", ".parquet")
@@ -43,6 +43,6 @@ def read_inputs(bundle: Path, ir_dump: dict) -> dict[str, pd.DataFrame]:
             buf = io.BytesIO(data)
             out[table] = (pd.read_parquet(buf) if path.suffix == ".parquet"
                           else pd.read_csv(buf, sep="\t" if path.suffix == ".tsv" else ","))
-        except Exception:  # a malformed copy: the estimator reports the table as unreadable
+        except Exception:  # noqa: BLE001 - a malformed copy: the estimator reports the table as unreadable
             continue
     return out
