@@ -11,6 +11,7 @@ Needs torch, open_clip (its bundled CLIP BPE vocabulary builds the CLIP tokenize
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -166,7 +167,7 @@ def laion_head_state(seed: int, in_dim: int = 32) -> dict:
     _seeded(seed)
     dims = [in_dim, 1024, 128, 64, 16, 1]
     layers = {}
-    for idx, (a, b) in zip((0, 2, 4, 6, 7), zip(dims[:-1], dims[1:])):
+    for idx, (a, b) in zip((0, 2, 4, 6, 7), itertools.pairwise(dims)):
         layers[f"layers.{idx}.weight"] = torch.randn(b, a) / a ** 0.5
         layers[f"layers.{idx}.bias"] = 0.1 * torch.randn(b)
     return layers
