@@ -18,7 +18,7 @@ from scoreaudit.testing.tiny_models import write_clip_tokenizer
 
 def tiny_sd_pipeline(seed: int = 0):
     import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
     torch.manual_seed(seed)
@@ -70,8 +70,7 @@ def save_tiny_sd(folder: Path, seed: int = 0) -> Path:
 def save_tiny_sdxl(folder: Path, seed: int = 0) -> Path:
     """Write a tiny StableDiffusionXLPipeline (two text encoders, pooled embeddings, size conditioning)."""
     import torch
-    from diffusers import (AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline,
-                           UNet2DConditionModel)
+    from diffusers import AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
     folder = Path(folder)
