@@ -9,7 +9,7 @@ needs its own q.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from scoreaudit.stats.outcomes import adjust
 from scoreaudit.stats.transfer import classify, outcome as transfer_outcome
