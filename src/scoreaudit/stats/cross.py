@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from scoreaudit.stats.estimate import Estimate
-
 
 # ---------------------------------------------------------------- helpers
 
