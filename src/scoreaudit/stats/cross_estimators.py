@@ -59,7 +59,7 @@ def group_gap(ctx: StatContext, call: StatCallIR, arm: str, scorer: str) -> Esti
 
         return stratum_gap(ctx, ctx.arm(arm), scorer, call.params["factor"], str(call.params["a"]),
                            str(call.params["b"]))
-    df, a = _frame(ctx, arm, scorer)
+    df, _ = _frame(ctx, arm, scorer)
     factors = _model_factors(ctx, arm, call)
     return cross.group_gap(df, call.params["factor"], str(call.params["a"]), str(call.params["b"]), factors,
                            "cluster", _prompt_column(ctx, arm, scorer, df))
@@ -105,7 +105,7 @@ def clustered_correlation(est: Estimate, df: pd.DataFrame, col: str) -> Estimate
 
     used = df.loc[pd.to_numeric(df[col], errors="coerce").notna() & df["score"].notna(), "cluster"]
     G = int(used.nunique())
-    if G >= len(used):
+    if len(used) <= G:
         return replace(est, test=f"{est.detail.get('method', 'correlation')} test over images")
     return replace(est, p_fn=None, detail={**est.detail, "n_clusters": G})
 
