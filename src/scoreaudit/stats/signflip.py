@@ -95,7 +95,7 @@ def signflip(D: np.ndarray, n: np.ndarray, rng: np.random.Generator | None = Non
     """The sign-flip design of cluster sums D (C,) of per-pair values over clusters of n (C,) pairs."""
     D, n = np.asarray(D, float), np.asarray(n, float)
     C = len(D)
-    if C <= exact_max:
+    if exact_max >= C:
         sD, sN = _subset_sums(D), _subset_sums(n)
         k, exact = 2 ** C, True
     else:
