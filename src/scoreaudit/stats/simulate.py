@@ -22,8 +22,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ DEFAULT_SHAPES = {"real": (200, 1), "synthetic": (50, 4)}  # (clusters, images p
 DEFAULT_STRATA = ("s1", "s2", "s3")
 DEFAULT_PAIRS = 200  # pairs of a pairs arm whose manifest is not readable
 
-def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
+def load_truth(ir: AuditIR, truth: str | Path | Mapping | None) -> dict:
     """The truths to plant: the spec's `planted(...)` parameters with `truth` (a file or a mapping, checked:
     DiagnosticError on an unknown key or a bad value) laid over them key by key (stats/truthfile.py)."""
     from scoreaudit.diagnostics import DiagnosticError
@@ -53,7 +54,7 @@ def load_truth(ir: AuditIR, truth: "str | Path | Mapping | None") -> dict:
     return merged_truth(ir, truth)
 
 
-def _manifest_rows(arm, spec_path: "Path | None") -> int | None:
+def _manifest_rows(arm, spec_path: Path | None) -> int | None:
     man = arm.call.params.get("manifest") or (arm.call.params.get("path") if arm.source == "pairs" else None)
     if not man or spec_path is None:
         return None
@@ -69,7 +70,7 @@ def _manifest_rows(arm, spec_path: "Path | None") -> int | None:
         return None
 
 
-def arm_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ArmShape]:
+def arm_shapes(ir: AuditIR, spec_path: Path | None) -> dict[str, ArmShape]:
     """Cluster count, images per cluster and strata of every images arm (manifests when readable)."""
     shapes = {}
     for name, arm in sorted(ir.arms.items()):
@@ -241,7 +242,7 @@ def _check_bootstrap(ir: AuditIR, shapes: Mapping[str, ArmShape], n_boot: int | 
                                for m, h in problems])
 
 
-def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=None, progress: bool = True,
+def simulate(ir: AuditIR, spec_path: Path | None, reps: int, truth=None, out=None, progress: bool = True,
              n_boot: int | None = None) -> str:
     """Run the design diagnosis; return a printable table (and write CSV + JSON when `out` is given)."""
     tr = load_truth(ir, truth)
@@ -261,7 +262,7 @@ def simulate(ir: AuditIR, spec_path: "Path | None", reps: int, truth=None, out=N
         from scoreaudit.stats.provenance import clean
 
         meta = {"reps": reps, "truth": tr, "shapes": {k: {"n_clusters": v.n_clusters, "per_cluster": v.per_cluster,
-                                                          "strata": {s: list(l) for s, l in v.strata.items()},
+                                                          "strata": {s: list(lv) for s, lv in v.strata.items()},
                                                           "crossed": list(v.crossed)}
                                                       for k, v in shapes.items()},
                 "probes": {k: {"prompts": len(v.prompts), "seeds": list(v.seeds), "declared": v.declared}
