@@ -103,7 +103,7 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
     for value in sorted(values.dropna().astype(str).unique()):
         sub = a.subset(f"{by}={value}", (values.astype(str) == value).to_numpy() & values.notna().to_numpy())
         est = ctx.evaluate(inner, sub, scorer)
-        if est.undefined or not np.isfinite(est.estimate) or est.boot is None and est.contrasts is None:
+        if est.undefined or not np.isfinite(est.estimate) or (est.boot is None and est.contrasts is None):
             skipped.append({"stratum": value, "reason": est.undefined or "no estimate"})
             continue
         ci = est.interval(level)
