@@ -16,8 +16,9 @@ model implies none.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -46,11 +47,11 @@ class TruthContext:
         t = truth_for(self.truth, self.scorer, self.arm, None)
         return math.sqrt(1.0 + t["noise"] ** 2)
 
-    def reading(self, scorer: str, arm: str, stratum: str | None) -> "TruthContext":
+    def reading(self, scorer: str, arm: str, stratum: str | None) -> TruthContext:
         """The context of one reading of a comparison: its own scorer, arm and `where` stratum."""
         return TruthContext(self.truth, scorer, arm, self.model, stratum, self.raw)
 
-    def at(self, arm: str | None = None, stratum: str | None = None) -> "TruthContext":
+    def at(self, arm: str | None = None, stratum: str | None = None) -> TruthContext:
         return TruthContext(self.truth, self.scorer, arm if arm is not None else self.arm, self.model,
                             stratum, self.raw)
 
@@ -334,7 +335,7 @@ def agreement(ir, call, tc: TruthContext):
     if metric == "auroc":
         return float(ndtr(E / (sd * math.sqrt(2.0))))
     cut = call.params.get("threshold")
-    if cut is None or np.ndim(cut) and len(cut) != 1:
+    if cut is None or (np.ndim(cut) and len(cut) != 1):
         return None
     c = float(np.atleast_1d(cut)[0])
     a, b = float(ndtr((E - c) / sd)), float(ndtr(-c / sd))
