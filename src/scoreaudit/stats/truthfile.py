@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from scoreaudit.compiler.ir import AuditIR
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError, Span, did_you_mean
@@ -33,11 +34,11 @@ CODE = "E0740"
 
 
 class _Checker:
-    def __init__(self, ir: AuditIR, path: Optional[str], text: Optional[str]):
+    def __init__(self, ir: AuditIR, path: str | None, text: str | None):
         self.ir, self.path, self.text = ir, path, text
         self.diags: list[Diagnostic] = []
 
-    def span(self, keys: tuple[str, ...]) -> Optional[Span]:
+    def span(self, keys: tuple[str, ...]) -> Span | None:
         """Where the last of `keys` is written: each key searched for after its parent's position."""
         if self.text is None:
             return None
@@ -75,7 +76,7 @@ class _Checker:
                 self.emit(keys, f"{v} is negative", f"\"{key}\" is a standard deviation or a step: 0 or more")
         elif key in NAMES and not (v is None or isinstance(v, str)):
             self.emit(keys, f"{json.dumps(v)} is not a name", "write a column or measure name in quotes, or null")
-        elif key == "level" and not (v is None or isinstance(v, (str, int, float)) and not isinstance(v, bool)):
+        elif key == "level" and not (v is None or (isinstance(v, (str, int, float)) and not isinstance(v, bool))):
             self.emit(keys, f"{json.dumps(v)} is not a level", "write the level as text, e.g. \"level\": \"1\"")
 
     def params(self, keys: tuple[str, ...], entry: Any, valid: tuple[str, ...], nested: bool) -> None:
@@ -125,12 +126,12 @@ class _Checker:
         return self.diags
 
 
-def check_truth(ir: AuditIR, data: Any, path: Optional[str] = None, text: Optional[str] = None) -> list[Diagnostic]:
+def check_truth(ir: AuditIR, data: Any, path: str | None = None, text: str | None = None) -> list[Diagnostic]:
     """E0740 for every unknown name and bad value of a truth mapping (located when the file's text is given)."""
     return _Checker(ir, path, text).run(data)
 
 
-def read_truth(ir: AuditIR, path: "str | Path") -> dict:
+def read_truth(ir: AuditIR, path: str | Path) -> dict:
     """The checked truth file; DiagnosticError (every problem, located) when it has any."""
     p = str(path)
     from scoreaudit.safeio import read_regular
@@ -170,7 +171,7 @@ def _over(base: Mapping, top: Mapping) -> dict:
     return out
 
 
-def merged_truth(ir: AuditIR, given: Optional[Mapping]) -> dict:
+def merged_truth(ir: AuditIR, given: Mapping | None) -> dict:
     """The spec's truths with the file's laid over them key by key ("*" first, then each scorer's own)."""
     out: dict[str, Any] = spec_truth(ir)
     if not given:
