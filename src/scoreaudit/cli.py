@@ -374,7 +374,9 @@ def cmd_diff(args) -> int:
         _out("\n".join(text_lines(cmp)))
     triggered = triggers_fail_on(cmp) if args.fail_on else []
     if triggered:
-        _err(f"--fail-on changed: {len(triggered)} cell(s) changed outcome or are in one bundle only")
+        _err(f"--fail-on changed: {len(triggered)} cell(s) changed outcome or are in one bundle only:")
+        for cid in triggered:
+            _err(f"  {cid}")
         return Exit.FAIL_ON
     return Exit.OK
 
@@ -510,13 +512,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = command("view", "explore bundles in a browser: cells, images, exclusions, two runs side by side "
                 "(127.0.0.1 only; the view extra)")
-    s.add_argument("dirs", nargs="+", metavar="DIR", help="results folder(s) written by `scoreaudit run`")
+    _complete(s.add_argument("dirs", nargs="+", metavar="DIR", help="results folder(s) written by `scoreaudit run`"))
     s.add_argument("--port", type=_at_least(0), default=0, help="port on 127.0.0.1 (default 0: a free one)")
     s.set_defaults(func=cmd_view)
 
     s = command("diff", "compare two bundles cell by cell: changed outcomes, estimate changes, paired intervals")
-    s.add_argument("a", metavar="A", help="results folder (before)")
-    s.add_argument("b", metavar="B", help="results folder (after)")
+    _complete(s.add_argument("a", metavar="A", help="results folder (before)"))
+    _complete(s.add_argument("b", metavar="B", help="results folder (after)"))
     _format_option(s)
     s.add_argument("--fail-on", choices=["changed"], default=None,
                    help="exit 4 when a cell changed outcome or is in one bundle only (for CI)")

@@ -14,7 +14,7 @@ class Exit(IntEnum):
     SPEC = 1          # the spec has errors (diagnostics printed)
     USAGE = 2         # bad command line (argparse)
     ENVIRONMENT = 3   # missing extra, weights, device or external tool (e.g. pdftotext)
-    FAIL_ON = 4       # `run --fail-on` triggered by a cell outcome
+    FAIL_ON = 4       # `run --fail-on` triggered by a cell outcome, `diff --fail-on changed` by a changed cell
     MISMATCH = 5      # `verify` found a mismatch
     IO = 6            # a file or folder is missing, unreadable, unwritable, corrupt or not a bundle
     INTERRUPTED = 130  # Ctrl-C
@@ -25,7 +25,7 @@ DESCRIPTIONS: dict[Exit, str] = {
     Exit.SPEC: "the spec has errors",
     Exit.USAGE: "bad command line",
     Exit.ENVIRONMENT: "environment: missing extra, weights, device or tool",
-    Exit.FAIL_ON: "--fail-on triggered",
+    Exit.FAIL_ON: "--fail-on triggered (run: a cell had a listed outcome; diff: a cell changed)",
     Exit.MISMATCH: "verify found a mismatch",
     Exit.IO: "a file or folder is missing, unreadable, unwritable, corrupt or not a bundle",
     Exit.INTERRUPTED: "interrupted",

@@ -16,9 +16,9 @@ from markupsafe import escape
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from scoreaudit.view.app import create_app  # noqa: E402
+from scoreaudit.view.app import create_app
 
 CHANGED = "H2/planted_dir/real"
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>&amp;'
@@ -97,6 +97,9 @@ def test_image_page_shows_every_variant_with_scores_measures_and_thumbnails(two_
     assert len(rows(html, "measures")) == len(measures.groupby(["operator", "dose"]))
     thumbs = json.loads((a / "thumbnails.json").read_text())
     n = sum(len(t["doses"]) for t in thumbs.values() if t["image_id"] == "astro_000")
+    if (a / "mover_thumbnails.json").exists():  # the report's movers (runtime/movers.py), when the run wrote them
+        movers = json.loads((a / "mover_thumbnails.json").read_text())["images"]
+        n += sum(1 for k in movers if k == "real/astro_000" or k.startswith("real/astro_000/"))
     srcs = re.findall(r'<img class="thumb" src="(/b/0/thumb/\d+)"', html)
     assert len(srcs) == n > 0 and "skin outlined" in html
     r = c.get(srcs[0])
@@ -191,3 +194,29 @@ def test_view_without_the_extra_says_what_to_install(two_bundles, monkeypatch, c
     monkeypatch.delitem(sys.modules, "scoreaudit.view.app", raising=False)
     assert cli.main(["view", str(two_bundles[0])]) == 3
     assert "pip install 'scoreaudit[view]'" in capsys.readouterr().err
+
+
+def test_mover_thumbnails_the_report_stores_are_shown_with_their_image(two_bundles, tmp_path):
+    """mover_thumbnails.json (runtime/movers.py: `ARM/ID` and `ARM/ID/OPERATOR/DOSE` keys) reaches the cell
+    and image pages; a key naming no image of the bundle is ignored."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    a, _ = two_bundles
+    d = tmp_path / "movers"
+    shutil.copytree(a, d)
+    con = pd.read_parquet(d / "tables" / "contrasts.parquet").query("cell == @CHANGED")
+    top = con.assign(m=con["value"].abs()).sort_values("m", ascending=False)["cluster"].iloc[0]
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, format="JPEG")
+    jpeg = base64.b64encode(buf.getvalue()).decode()
+    stored = {f"real/{top}": jpeg, f"real/{top}/light/10.0": jpeg, "real/nobody/light/10.0": jpeg}
+    (d / "mover_thumbnails.json").write_text(json.dumps({"size": 96, "per_cell": 3, "images": stored}))
+    c = client(d, verify=False)
+    html = c.get("/b/0/cell", params={"id": CHANGED}).text
+    first = re.search(r'<table[^>]*id="contributors".*?<tbody>\s*<tr>(.*?)</tr>', html, re.S).group(1)
+    assert re.findall(r'alt="([^"]+)"', first) == [f"{top}: original", f"{top}: light 10.0"]
+    page = c.get("/b/0/image", params={"arm": "real", "id": top}).text
+    assert page.count('<img class="thumb"') == 2 and "light 10.0" in page

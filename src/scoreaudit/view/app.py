@@ -34,10 +34,19 @@ STATIC = {"view.css": "text/css; charset=utf-8", "view.js": "text/javascript; ch
 HOSTS = ["127.0.0.1", "localhost"]
 
 
+def _value(v) -> str:
+    """A detail value as a reader wants it: whole numbers whole, other numbers to 3 digits, text as is."""
+    if isinstance(v, bool) or v is None:
+        return str(v).lower()
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
+        return f"{int(v):,}".replace("-", "\u2212")
+    return num(v) if isinstance(v, float) else str(v)
+
+
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("scoreaudit.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, pval=pval, plain=plain)
+    env.filters.update(num=num, pval=pval, plain=plain, value=_value)
     env.globals.update(ci=ci)
     return env
 
@@ -148,7 +157,7 @@ def create_app(dirs: list[str | Path], verify: bool = True, hosts: list[str] | N
         name = request.path_params["name"]
         if name not in STATIC:
             return Response("not found", status_code=404, media_type="text/plain")
-        text = resources.files("scoreaudit.view").joinpath("static", name).read_text(encoding="utf-8")
+        text = resources.files("scoreaudit.view").joinpath("static").joinpath(name).read_text(encoding="utf-8")
         return Response(text, media_type=STATIC[name], headers={"X-Content-Type-Options": "nosniff"})
 
     routes = [Route("/", index), Route("/b/{k}/", cells), Route("/b/{k}/cell", cell), Route("/b/{k}/image", image),
@@ -161,7 +170,7 @@ def create_app(dirs: list[str | Path], verify: bool = True, hosts: list[str] | N
 
 
 def serve(dirs: list[str | Path], port: int = 0, echo=print) -> None:
-    """Serve `dirs` on 127.0.0.1:`port` (0: a free one) until Ctrl-C; prints the URL first."""
+    """Serve `dirs` on 127.0.0.1:`port` (0: a free one) until Ctrl-C (or SIGTERM); prints the URL first."""
     import socket
 
     import uvicorn
@@ -181,6 +190,9 @@ def serve(dirs: list[str | Path], port: int = 0, echo=print) -> None:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl-C it caught: that is the end
+        pass
     finally:
         sock.close()
+    echo("stopped")
 

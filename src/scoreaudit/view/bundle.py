@@ -51,7 +51,7 @@ class Verification:
             mismatches, unchecked = verify_bundle(self.path)
         except BundleError as e:
             self.state, self.mismatches = "error", [str(e)]
-        except Exception as e:  # verify is a check, never the reason the explorer dies
+        except Exception as e:  # noqa: BLE001 - verify is a check, never the reason the explorer dies
             self.state, self.mismatches = "error", [f"verify could not run: {type(e).__name__}: {e}"]
         else:
             self.mismatches, self.unchecked = list(mismatches), list(unchecked)
@@ -69,7 +69,8 @@ class Verification:
 
 @dataclass
 class Thumb:
-    """One thumbnail the bundle holds (thumbnails.json): an image at one dose of one operator, region outlined."""
+    """One thumbnail the bundle holds: an image at one dose of one operator (thumbnails.json: region outlined;
+    mover_thumbnails.json: the report's most-moving images, original and extreme dose)."""
     arm: str
     image_id: str
     operator: str
@@ -113,6 +114,11 @@ class Bundle:
 
     def thumbs_of(self, arm: str, image_id: str) -> list[tuple[int, Thumb]]:
         return [(i, t) for i, t in enumerate(self.thumbs) if t.arm == arm and t.image_id == image_id]
+
+    def thumbs_for(self, arm: str, image_id: str, operator: str | None) -> list[tuple[int, Thumb]]:
+        """An image's thumbnails under `operator` (and its original), by dose; no operator: none."""
+        hits = [(i, t) for i, t in self.thumbs_of(arm, image_id) if operator and t.operator in (operator, "original")]
+        return sorted(hits, key=lambda it: (it[1].operator != "original", it[1].dose))
 
     def read_file(self, name: str) -> bytes | None:
         """The bytes of a file the manifest lists under exactly `name`, when they still match its sha256.
@@ -163,6 +169,36 @@ def _thumbs(raw: Any) -> list[Thumb]:
     return out
 
 
+def _mover_thumbs(raw: Any, images: pd.DataFrame) -> list[Thumb]:
+    """mover_thumbnails.json (the report's movers, runtime/movers.py): {images: {key: base64 JPEG}} with keys
+    `ARM/ID` (the original) and `ARM/ID/OPERATOR/DOSE` (the variant); keys are matched against the images
+    table's (arm, id), so an id holding `/` is still read right."""
+    out: list[Thumb] = []
+    stored = raw.get("images") if isinstance(raw, dict) else None
+    if not isinstance(stored, dict) or images.empty or not {"arm", "image_id"} <= set(images.columns):
+        return out
+    known = {f"{a}/{i}": (str(a), str(i)) for a, i in zip(images["arm"], images["image_id"])}
+    for key, text in sorted(stored.items()):
+        if key in known:
+            (arm, iid), op, dose = known[key], "original", 0.0
+        else:
+            parts = str(key).rsplit("/", 2)
+            if len(parts) != 3 or parts[0] not in known:
+                continue
+            try:
+                dose = float(parts[2])
+            except ValueError:
+                continue
+            (arm, iid), op = known[parts[0]], parts[1]
+        try:
+            jpeg = base64.b64decode(str(text), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if jpeg[:3] == b"\xff\xd8\xff":
+            out.append(Thumb(arm, iid, op, dose, None, jpeg))
+    return out
+
+
 def open_bundle(path: str | Path, key: str, verify: bool = True) -> Bundle:
     """Read one bundle (never raises for a bad one: `error` says why it cannot be shown)."""
     from scoreaudit.reports.context import BundleError, ReportContext, load_json
@@ -177,6 +213,9 @@ def open_bundle(path: str | Path, key: str, verify: bool = True) -> Bundle:
         files = manifest.get("files") if isinstance(manifest, dict) else None
         b.files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
         b.tables = {name: _read_table(path, name) for name in TABLES}
+        movers = path / "mover_thumbnails.json"
+        if movers.exists():
+            b.thumbs += _mover_thumbs(load_json(movers), b.tables["images"])
     except BundleError as e:
         b.error = str(e)
     except (OSError, ValueError) as e:  # an unreadable table: shown as a bundle that cannot be opened

@@ -21,6 +21,7 @@ import pandas as pd
 
 N_BOOT = 2000
 SEED = 20261204  # fixed: the same two bundles always give the same interval
+NOISE = 1e-12  # relative: two runs of the same arithmetic in another order differ by about 1e-16
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,11 @@ def _num(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _snap(d: float, *scale: float | None) -> float:
+    """A difference below float noise of the same computation (NOISE relative) is 0: the runs agree there."""
+    return 0.0 if abs(d) <= NOISE * max([1.0] + [abs(x) for x in scale if x is not None]) else d
+
+
 def _images(bundle) -> pd.DataFrame:
     t = bundle.table("images")
     cols = ["arm", "image_id", "cluster", "content_hash"]
@@ -147,8 +153,9 @@ def paired_interval(da: np.ndarray, db: np.ndarray, level: float, n_boot: int = 
 def compare_cell(a, b, ca: dict, cb: dict) -> CellChange:
     cid = str(ca.get("id"))
     ea, eb = _num(ca.get("estimate")), _num(cb.get("estimate"))
+    change = None if ea is None or eb is None else _snap(eb - ea, ea, eb)
     base = dict(id=cid, outcome_a=ca.get("outcome"), outcome_b=cb.get("outcome"), estimate_a=ea, estimate_b=eb,
-                change=None if ea is None or eb is None else eb - ea)
+                change=change)
     sa, sb = _contrasts(a, cid), _contrasts(b, cid)
     if sa.empty or sb.empty:
         return CellChange(**base, n_clusters_a=len(sa), n_clusters_b=len(sb),
@@ -162,7 +169,9 @@ def compare_cell(a, b, ca: dict, cb: dict) -> CellChange:
         return CellChange(**base, n_shared=len(shared), n_clusters_a=len(sa), n_clusters_b=len(sb), ci_level=level,
                           why_no_interval=f"{len(shared)} cluster(s) with the same images in both bundles: "
                                           "too few for a paired interval")
-    mean, lo, hi = paired_interval(sa[shared].to_numpy(), sb[shared].to_numpy(), level)
+    va, vb = sa[shared].to_numpy(float), sb[shared].to_numpy(float)
+    vb = np.where(np.abs(vb - va) <= NOISE * np.maximum(1.0, np.maximum(np.abs(va), np.abs(vb))), va, vb)
+    mean, lo, hi = paired_interval(va, vb, level)
     return CellChange(**base, paired=mean, ci_low=lo, ci_high=hi, ci_level=level, n_shared=len(shared),
                       n_clusters_a=len(sa), n_clusters_b=len(sb))
 
@@ -181,7 +190,7 @@ def moved_estimate(c: CellChange) -> bool:
     """Whether the estimate changed beyond float noise (or became defined / undefined)."""
     if (c.estimate_a is None) != (c.estimate_b is None):
         return True
-    return c.change is not None and abs(c.change) > 1e-12 * max(1.0, abs(c.estimate_a or 0.0))
+    return c.change is not None and c.change != 0.0
 
 
 def triggers_fail_on(cmp: Comparison) -> list[str]:

@@ -40,7 +40,7 @@ def cell_rows(bundle, query: dict[str, str]) -> tuple[list[dict], dict[str, list
     """The cells list: rows filtered by `query` (hypothesis, scorer, arm, outcome exact; q at most; text in
     the id or sentence) and sorted by `sort` (`-` first for descending); plus each filter's choices."""
     titles = {h.get("name"): h.get("title") for h in bundle.results.get("hypotheses") or [] if isinstance(h, dict)}
-    rows = [{"id": str(c.get("id")), "hypothesis": str(c.get("hypothesis") or ""),
+    rows: list[dict[str, Any]] = [{"id": str(c.get("id")), "hypothesis": str(c.get("hypothesis") or ""),
              "title": str(titles.get(c.get("hypothesis")) or ""), "scorer": str(c.get("scorer") or ""),
              "arm": arm_text(c), "statistic": str(c.get("statistic") or ""),
              "estimate": _f(c.get("estimate")), "ci_low": _f(c.get("ci_low")), "ci_high": _f(c.get("ci_high")),
