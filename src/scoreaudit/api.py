@@ -86,7 +86,7 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             from scoreaudit.runtime.manifest_check import check_manifests
 
             spec_dir = Path(path).resolve().parent
-            cols = check_manifests(ir, path, source, root=None if allow_outside else spec_dir)
+            cols = check_manifests(ir, path, root=None if allow_outside else spec_dir)
             more = list(more) + cols
             if has_errors(cols):
                 ir = None
@@ -108,12 +108,12 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             else:  # W0423: a discrete test that cannot reach alpha on the data already on disk
                 from scoreaudit.runtime.attainable import level_diagnostics
 
-                more += level_diagnostics(ir, module, path, given, None if allow_outside else spec_dir)
+                more += level_diagnostics(ir, path, given, None if allow_outside else spec_dir)
         if environment and ir is not None and not has_errors(more):
             # Scorers that cannot run here (missing extra or weights), every missing file named.
             from scoreaudit.runtime.scorers import readiness_diagnostics
 
-            more = list(more) + readiness_diagnostics(ir, module, Path(path).resolve().parent, str(path))
+            more = list(more) + readiness_diagnostics(ir, Path(path).resolve().parent, str(path))
         diags = list(diags) + list(more)
     return Checked(path=path, source=source, diagnostics=list(diags), ir=ir)
 
@@ -268,12 +268,21 @@ def weights(targets, download: bool = False, echo=None):
     empty); with `download`, the missing files are first fetched into the Hugging Face cache."""
     from scoreaudit.runtime import weights as _weights
 
-    reports = _weights.collect(list(targets))
+    reports = _weights.collect(list(targets), _checked_ir)
     failed = []
     if download and not all(r.ready for r in reports):
         failed = [f for f in _weights.download(reports, echo=echo or (lambda _m: None)) if f.error]
-        reports = _weights.collect(list(targets))
+        reports = _weights.collect(list(targets), _checked_ir)
     return reports, failed
+
+
+def _checked_ir(path: str):
+    """A spec's IR after `check` without its data tables (model paths outside the roots are E0707); raises
+    DiagnosticError on any error."""
+    checked = check(path, tables=False)
+    if not checked.ok or checked.ir is None:
+        raise DiagnosticError(checked.diagnostics, checked.source)
+    return checked.ir
 
 
 def weights_listing(reports, fmt: str = "text") -> str:

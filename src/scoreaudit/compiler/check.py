@@ -284,7 +284,8 @@ def scorers_pass(module: ast.Module, st: State) -> None:
             continue
         st.scorers[d.name.name] = ir.ScorerIR(name=d.name.name, call=plugin_call(bound),
                                               needs_prompt=bool(entry.fact("needs_prompt")),
-                                              label=d.label.value if d.label is not None else None, on=scope)
+                                              label=d.label.value if d.label is not None else None, on=scope,
+                                              span=d.name.span)
 
 
 def arms_pass(module: ast.Module, st: State) -> None:
@@ -314,7 +315,7 @@ def arms_pass(module: ast.Module, st: State) -> None:
                     continue
             st.arms[d.name.name] = ir.ArmIR(name=d.name.name, call=plugin_call(bound), source="images",
                                             kind=p.get("kind", "synthetic"), cluster="cluster", factors=factors,
-                                            label=d.label.value if d.label is not None else None)
+                                            label=d.label.value if d.label is not None else None, span=d.name.span)
             continue
         strata = p.get("strata")
         strata = tuple(strata) if isinstance(strata, list) else ((strata,) if strata else ())
@@ -323,6 +324,7 @@ def arms_pass(module: ast.Module, st: State) -> None:
             source="pairs" if entry.meta.get("source", entry.name) == "pairs" else "images",
             kind=p.get("kind", "synthetic"), cluster=p.get("cluster"), strata=strata,
             factors=tuple(p.get("factors") or ()), label=d.label.value if d.label is not None else None,
+            span=d.name.span,
         )
 
 

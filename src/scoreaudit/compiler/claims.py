@@ -56,7 +56,8 @@ def lower_hypothesis(h: ast.HypothesisDecl, st) -> ir.HypothesisIR | None:
     if not ok:
         return None
     return ir.HypothesisIR(name=h.name.name, title=h.title.value,
-                           text="\n".join(text(c) for c in h.claims), cells=tuple(cells))
+                           text="\n".join(text(c) for c in h.claims), cells=tuple(cells),
+                           span=h.name.span, claim_spans=tuple(c.span for c in h.claims))
 
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from scoreaudit.compiler.settings import Settings  # defined with its ranges and docs; part of the IR
+from scoreaudit.diagnostics import Span
 
 IR_VERSION = 1
 
@@ -27,6 +28,16 @@ ORIGINAL = "original"
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def source_span() -> Any:
+    """Where a declaration is named in the spec (its NAME), for the diagnostics the runtime locates (so it
+    never reads syntax).
+
+    Excluded from every dump: it is not in the IR JSON, a cache key or the plan fingerprint, so moving a
+    declaration by a line (or any whitespace edit) keeps every step key.
+    """
+    return Field(default=None, exclude=True, repr=False)
 
 
 def in_scope(on: tuple[str, ...], arm: str) -> bool:
@@ -63,6 +74,7 @@ class ScorerIR(Scoped):
     needs_prompt: bool = False
     label: Optional[str] = None  # `label: "..."`: the report's name for it (default: the name)
     on: tuple[str, ...] = ()  # the arms it scores (empty: every arm)
+    span: Optional[Span] = source_span()
 
 
 class ArmIR(Frozen):
@@ -80,6 +92,7 @@ class ArmIR(Frozen):
     strata: tuple[str, ...] = ()
     factors: tuple[str, ...] = ()
     label: Optional[str] = None
+    span: Optional[Span] = source_span()
 
 
 class RegionCallIR(Frozen):
@@ -253,6 +266,8 @@ class HypothesisIR(Frozen):
     title: str
     text: str  # normalised source of the claims (for lock/deviation)
     cells: tuple[CellIR, ...]
+    span: Optional[Span] = source_span()
+    claim_spans: tuple[Span, ...] = Field(default=(), exclude=True, repr=False)  # each claim's, like `span`
 
 
 class ProbeIR(Frozen):
@@ -263,6 +278,7 @@ class ProbeIR(Frozen):
     scorer: str  # the scorer it optimises against
     measures: tuple[str, ...]  # the probe measures it records, as written
     label: Optional[str] = None
+    span: Optional[Span] = source_span()
 
 
 class ReportIR(Frozen):

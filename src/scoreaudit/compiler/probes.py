@@ -69,7 +69,7 @@ def probes_pass(module: ast.Module, st) -> None:
         st.probes[name] = ir.ProbeIR(name=name, call=ir.PluginCall(plugin=entry.name, version=entry.version,
                                                                     params=bound.params),
                                      scorer=scorer, measures=tuple(names),
-                                     label=d.label.value if d.label is not None else None)
+                                     label=d.label.value if d.label is not None else None, span=d.name.span)
 
 
 def _labels(probe: ir.ProbeIR, measure: str) -> Optional[list[str]]:

@@ -102,17 +102,15 @@ def check_tables(ir: AuditIR, spec_dir: Path, arms: set[str], pre: Any,
     return out
 
 
-def _claim_span(module: Any, cell: CellIR):
-    """The span of the claim that made the cell (its hypothesis's when the claim cannot be found)."""
-    from scoreaudit.grammar import ast
-
-    for d in getattr(module, "decls", ()):
-        if isinstance(d, ast.HypothesisDecl) and d.name.name == cell.hypothesis:
-            return d.claims[cell.claim].span if 0 <= cell.claim < len(d.claims) else d.span
+def _claim_span(ir: AuditIR, cell: CellIR):
+    """The span of the claim that made the cell (its hypothesis's when the claim's is not known), from the IR."""
+    for h in ir.hypotheses:
+        if h.name == cell.hypothesis:
+            return h.claim_spans[cell.claim] if 0 <= cell.claim < len(h.claim_spans) else h.span
     return None
 
 
-def level_diagnostics(ir: AuditIR, module: Any, path: str, pre: Any, root: Path | None) -> list[Diagnostic]:
+def level_diagnostics(ir: AuditIR, path: str, pre: Any, root: Path | None) -> list[Diagnostic]:
     """W0423 for every data-provided cell whose test cannot reach alpha, with the run's smallest p."""
     from scoreaudit.stats.context import StatContext
     from scoreaudit.stats.engine import evaluate_cells, level_warnings
@@ -131,7 +129,7 @@ def level_diagnostics(ir: AuditIR, module: Any, path: str, pre: Any, root: Path 
         return []
     out = [c for c in out if c["_est"].p_floor is not None]  # a design's floor: independent of B and the seed
     by_id = {c.id: c for c in cells}
-    return [Diagnostic("W0423", "warning", w["message"], span=_claim_span(module, by_id[w["cell"]]), path=path,
+    return [Diagnostic("W0423", "warning", w["message"], span=_claim_span(ir, by_id[w["cell"]]), path=path,
                        help="add pairs (clusters) that the readings judge differently, raise alpha if the "
                             "design is pre-registered that way, or state the claim as descriptive",
                        notes=(f"smallest attainable p: {w['smallest_p']:.6g} (from the data on disk; "

@@ -10,28 +10,17 @@ arrive later; `run` reports them; so are image files). Row problems that
 stop the run (an arm without rows, E0705; under `on_error: fail` a row
 without an id or path, E0708) stop `check` too: the same loader with the
 same policy. Each problem points at the arm's
-declaration in the spec. A manifest with no `id` column gets W0620: ids then
+declaration in the spec (its span travels in the IR: nothing here reads the spec's text). A manifest with no `id` column gets W0620: ids then
 come from file stems (images) or row numbers (pairs), which change when the
 data is renamed or reordered.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 
-from scoreaudit.diagnostics import Diagnostic, Span
-
-
-
-def _arm_span(source: str, name: str) -> Span | None:
-    m = re.search(rf"^[ \t]*arm[ \t]+({re.escape(name)})\b", source, re.M)
-    if not m:
-        return None
-    line = source.count("\n", 0, m.start(1)) + 1
-    col = m.start(1) - (source.rfind("\n", 0, m.start(1)) + 1) + 1
-    return Span(line, col, line, col + len(name), m.start(1), m.end(1))
+from scoreaudit.diagnostics import Diagnostic
 
 
 def outside_paths(arm, spec_dir: Path, root: Path | None) -> list[Diagnostic]:
@@ -51,7 +40,7 @@ def outside_paths(arm, spec_dir: Path, root: Path | None) -> list[Diagnostic]:
     return out
 
 
-def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -> list[Diagnostic]:
+def check_manifests(ir, spec_path: str | Path, root: Path | None) -> list[Diagnostic]:
     """Column diagnostics (and W0620) for every arm whose manifest exists."""
     from scoreaudit.runtime.columns import required_columns
 
@@ -64,7 +53,7 @@ def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -
         if arm.source in ("images", "pairs"):
             outside = outside_paths(arm, spec_dir, root)
             if outside:  # what `run` refuses with E0707, refused here too (and nothing of it is opened)
-                out += [replace(d, span=_arm_span(source, name), path=str(spec_path)) for d in outside]
+                out += [replace(d, span=arm.span, path=str(spec_path)) for d in outside]
                 continue
         if arm.source not in ("images", "pairs") or not manifest:
             continue
@@ -80,7 +69,7 @@ def check_manifests(ir, spec_path: str | Path, source: str, root: Path | None) -
         # and headers are not read (E0706 stays the run's too)
         result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), on_error=ir.settings.on_error,
                                root=root, probe=False)
-        span = _arm_span(source, name)
+        span = arm.span
         for d in result.diagnostics:
             if d.is_error and d.code != "E0704" and not (d.code == "E0705" and result.exclusions):
                 out.append(replace(d, span=span, path=str(spec_path)))

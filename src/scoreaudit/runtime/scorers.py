@@ -122,18 +122,17 @@ def make_scorer(scorer_ir, device: str, precision: str = "auto", base_dir: str |
     return entry.impl(params, device=device, precision=precision)
 
 
-def readiness_diagnostics(ir, module, spec_dir: str | Path | None, path: str | None = None) -> list:
-    """W0810 for every declared scorer that cannot run here, naming everything it lacks (at `path`, the spec).
+def readiness_diagnostics(ir, spec_dir: str | Path | None, path: str | None = None) -> list:
+    """W0810 for every declared scorer that cannot run here, naming everything it lacks (at `path`, the spec;
+    located by the span each scorer carries in the IR).
 
     Scorers whose scores a precomputed table gives on every arm are skipped (they never run).
     Light: locates files, imports no model library.
     """
     from scoreaudit.compiler.coverage import is_table_only
     from scoreaudit.diagnostics import Diagnostic
-    from scoreaudit.grammar import ast
 
     load_plugins()
-    spans = {d.name.name: d.span for d in (module.decls if module is not None else ()) if isinstance(d, ast.ScorerDecl)}
     out = []
     for s in ir.scorers.values():
         if s.call.plugin not in scorers or is_table_only(ir, s.name):
@@ -151,7 +150,7 @@ def readiness_diagnostics(ir, module, spec_dir: str | Path | None, path: str | N
         if missing_requirements(entry):
             fetch = install_hint(missing_requirements(entry))
         out.append(Diagnostic("W0810", "warning", f"scorer `{s.name}` ({s.call.plugin}) cannot run here: {detail}",
-                              span=spans.get(s.name), help=fetch, path=path))
+                              span=s.span, help=fetch, path=path))
     return out
 
 

@@ -119,18 +119,18 @@ def model_scorer_names() -> list[str]:
     return [e.name for e in scorers if hasattr(e.impl, "hub_files")]
 
 
-def collect(targets: Sequence[str]) -> list[ScorerFiles | FolderFiles]:
+def collect(targets: Sequence[str], spec_ir: Callable[[str], Any]) -> list[ScorerFiles | FolderFiles]:
     """Targets: scorer names (default arguments) or .audit files (their scorers, as declared, and the
     model folders their generated arms and probes load: diffusers pipelines, clip_attribute's CLIP).
 
-    Raises ValueError naming an unknown scorer; an unreadable or invalid spec raises the
-    facade's own errors.
+    `spec_ir(path)` is the checked IR of a spec (the facade's: this layer never parses). Raises
+    ValueError naming an unknown scorer; an unreadable or invalid spec raises what `spec_ir` raises.
     """
     load_plugins()
     out: list[ScorerFiles | FolderFiles] = []
     for t in targets or model_scorer_names():
         if t.endswith(".audit"):
-            out.extend(_from_spec(t))
+            out.extend(_from_spec(t, spec_ir(t)))
             continue
         if t not in scorers:
             close = difflib.get_close_matches(t, [e.name for e in scorers], n=1)
@@ -146,24 +146,10 @@ def collect(targets: Sequence[str]) -> list[ScorerFiles | FolderFiles]:
     return out
 
 
-def _from_spec(path: str) -> list[ScorerFiles | FolderFiles]:
-    from scoreaudit.compiler.check import check
-    from scoreaudit.diagnostics import DiagnosticError, has_errors
-    from scoreaudit.grammar.parser import parse
+def _from_spec(path: str, ir) -> list[ScorerFiles | FolderFiles]:
+    """The scorers and model folders of one checked spec."""
     from scoreaudit.runtime.scorers import resolve_paths
 
-    source = Path(path).read_text(encoding="utf-8")
-    module, diags = parse(source, path)
-    ir = None
-    if module is not None and not has_errors(diags):
-        ir, more = check(module, source, path)
-        diags = list(diags) + list(more)
-    if ir is not None and not has_errors(diags):  # nothing outside the model roots is looked at (E0707)
-        from scoreaudit.runtime.model_paths import model_path_diagnostics
-
-        diags += model_path_diagnostics(ir, path, source)
-    if ir is None or has_errors(diags):
-        raise DiagnosticError(diags, source)
     base = Path(path).resolve().parent
     out = []
     for s in ir.scorers.values():
