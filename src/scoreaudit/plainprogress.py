@@ -83,6 +83,15 @@ class StageBar:
         if self._rich is not None:
             self._rich.update(self._task, advance=n, note=safe_text(note))
 
+    def stage(self, note: str) -> None:
+        """A slow step begins (e.g. `laying out the PDF pages`): a line of its own off a terminal, so a log
+        never sits silent through it; the bar's note on a terminal."""
+        if self._plain is not None:
+            done, total = self._plain.tasks[self.label][:2]
+            self._plain.log(f"progress: {self.label} {done}/{total}: {note}")
+        if self._rich is not None:
+            self._rich.update(self._task, note=safe_text(note))
+
     def close(self) -> None:
         if self._rich is not None:
             self._rich.stop()

@@ -64,6 +64,8 @@ def build_sections(ctx: ReportContext, bar=None) -> tuple[list[RenderedSection],
 
     `bar`: a progress bar (plainprogress.StageBar) advanced once per section."""
     shown, omitted = [], []
+    if bar is not None:
+        bar.stage("building the sections")
     for entry in load_sections():
         if bar is not None:
             bar.advance(1, entry.meta.get("title", entry.name))
@@ -224,11 +226,15 @@ def write_pdf(html: str, out: Path, bar=None) -> Path:
     except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
         raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
     if bar is not None:
-        bar.advance(1, "laying out the PDF pages")
+        bar.stage("laying out the PDF pages")
     document = HTML(string=html, url_fetcher=_fetcher()).render()
     if bar is not None:
-        bar.advance(1, f"writing {len(document.pages)} PDF pages")
-    write_atomic(out, _tagged_pdf(document))
+        bar.advance(1)
+        bar.stage(f"writing {len(document.pages)} PDF pages")
+    pdf = _tagged_pdf(document)
+    if bar is not None:
+        bar.advance(1)
+    write_atomic(out, pdf)
     return out
 
 
@@ -258,14 +264,19 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manife
         formats = wanted_formats(ctx, formats)
     except DATA_ERRORS as e:  # data of a shape the loader's check does not reach: one line, not a traceback
         raise unreadable(bundle_dir, e) from None
-    bar = stage_bar(progress, "report", len(load_sections()) + (2 if "pdf" in formats else 0))
+    # one step per section, one for report.html, two for the PDF (layout, writing)
+    bar = stage_bar(progress, "report", len(load_sections()) + 1 + (2 if "pdf" in formats else 0))
     try:
         try:
             html = render_html(ctx, bar)
         except DATA_ERRORS as e:
             raise unreadable(bundle_dir, e) from None
         html_path = bundle_dir / "report.html"
+        if bar is not None:
+            bar.stage(f"writing report.html ({len(html) // 1024:,} kB)")
         write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
+        if bar is not None:
+            bar.advance(1)
         written = [html_path]
         if "pdf" in formats:
             try:
