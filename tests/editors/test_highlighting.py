@@ -19,7 +19,7 @@ import pytest
 from pygments.token import Error, Keyword, Name
 
 from scoreaudit.grammar.highlight import AuditLexer, highlight_html
-from scoreaudit.grammar.vocabulary import KEYWORDS
+from scoreaudit.grammar.vocabulary import KEYWORDS, STATEMENT_KEYWORDS
 
 ROOT = Path(__file__).resolve().parents[2]
 VSCODE = ROOT / "editors" / "vscode"
@@ -33,8 +33,7 @@ def _design_blocks() -> list[tuple[str, str]]:
         if design.is_file():
             text = design.read_text(encoding="utf-8")
             blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
-            spec = re.compile(r"\s*(audit|scorer|arm|region|measure|covariate|operator|placebo|validate|select|"
-                              r"hypothesis|report)\b")
+            spec = re.compile(r"\s*(%s)\b" % "|".join(STATEMENT_KEYWORDS))
             return [(f"DESIGN.md#{i}", b) for i, b in enumerate(blocks) if spec.match(b)]
     return []
 

@@ -21,6 +21,7 @@ import pytest
 from scoreaudit.compiler.check import check
 from scoreaudit.compiler.fmt import format_module
 from scoreaudit.diagnostics import has_errors, render_all, safe_text, source_lines
+from scoreaudit.grammar import vocabulary
 from scoreaudit.grammar.parser import parse
 from scoreaudit.registry import REGISTRIES, load_plugins
 
@@ -34,9 +35,7 @@ NUMBERS = ["0", "-1", "1", "2", "0.5", "-0.0", "1e308", "1e309", "-1e308", "1e-3
 STRINGS = ['""', '"../x.csv"', '"/etc/passwd"', '"\\u001b[31m"', '"a\u2028b"', '"tab\\there"', '"x\\"y"',
            '"data/real.csv"', '"é\u0085ü"', '"' + "s" * 300 + '"']
 SEPARATORS = ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]
-KEYWORDS = ["audit", "scorer", "arm", "region", "measure", "covariate", "operator", "placebo", "validate", "select",
-            "hypothesis", "report", "doses", "step", "on", "for", "each", "of", "under", "by", "best_of", "not",
-            "abs", "within", "column", "score"]
+KEYWORDS = [*vocabulary.KEYWORDS, "column", "score"]  # every keyword of the language, and two common names
 COMPARISONS = ["<", ">", "<=", ">=", "within"]
 
 
