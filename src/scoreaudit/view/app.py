@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import ChainableUndefined, Environment, PackageLoader
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -45,7 +45,7 @@ def _value(v) -> str:
 
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("scoreaudit.view", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=num, pval=pval, plain=plain, value=_value)
     env.globals.update(ci=ci)
     return env

@@ -31,6 +31,11 @@ def _f(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _missing(v: Any) -> bool:
+    """None, or a float NaN (how pandas gives a null of a text column that was all numbers)."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
 def arm_text(cell: dict) -> str:
     arms = [str(a) for a in cell.get("arms") or [] if a]
     return str(cell.get("arm") or " \u2192 ".join(arms) or "")
@@ -134,7 +139,7 @@ def contributors(bundle, cell: dict) -> dict:
             for arm, iid in list(zip(members["arm"], members["image_id"]))[:3]:
                 rows.append({"arm": arm, "image_id": iid, "cluster": str(cl), "value": num(v),
                              "share": num(float(v) / g), "scores": dose_scores(bundle, arm, iid, scorer, op)})
-        return {"kind": "clusters", "operator": op, "rows": rows,
+        return {"kind": "clusters", "operator": op, "rows": rows, "value_label": "contrast", "group_label": "cluster",
                 "note": f"The {g} clusters' contrasts are what the estimate averages; the largest in size first "
                         "(value / clusters is each one's share of the estimate)."}
     s = bundle.table("scores")
@@ -152,7 +157,8 @@ def contributors(bundle, cell: dict) -> dict:
                 rows.append({"arm": arm, "image_id": iid, "cluster": str(cl.get((arm, iid), "")),
                              "value": num(change[(arm, iid)]), "share": None,
                              "scores": dose_scores(bundle, arm, iid, scorer, op)})
-            return {"kind": "images", "operator": op, "rows": rows,
+            return {"kind": "images", "operator": op, "rows": rows, "value_label": "score change",
+                    "group_label": "cluster",
                     "note": f"{cell.get('statistic')} keeps no per-cluster contrasts: these are the images whose "
                             f"{scorer} score moves most from {op}'s identity dose to its farthest ({num(far)})."}
     if not images.empty and "pair_id" in images and images["pair_id"].notna().any() and not s.empty:
@@ -167,9 +173,42 @@ def contributors(bundle, cell: dict) -> dict:
                 gaps.append((abs(a - b), str(arm), str(pid), side.get("preferred"), a - b))
         for _, arm, pid, iid, gap in sorted(gaps, key=lambda t: (-t[0], t[2]))[:TOP]:
             rows.append({"arm": arm, "image_id": iid, "cluster": pid, "value": num(gap), "share": None, "scores": []})
-        return {"kind": "pairs", "operator": None, "rows": rows,
+        return {"kind": "pairs", "operator": None, "rows": rows, "value_label": "gap", "group_label": "pair",
                 "note": "The pairs with the widest score gap (preferred minus other)."}
-    return {"kind": "none", "operator": op, "rows": [],
+    params = cell.get("params") or {}
+    original = s[s["arm"].isin(arms) & (s["scorer"] == scorer) & (s["operator"] == "original")].dropna(
+        subset=["score"]) if not s.empty else s
+    factor, column = params.get("factor"), params.get("column")
+    if isinstance(factor, str) and not original.empty and factor in images:
+        # a factor's effect within counterfactual sets: the sets where the score differs most across the factor
+        m = original.merge(images[["arm", "image_id", "cluster", factor]], on=["arm", "image_id"])
+        spread = m.groupby("cluster")["score"].agg(lambda v: float(v.max() - v.min())).sort_values(ascending=False)
+        for cl in spread.index[:TOP]:
+            for r in m[m["cluster"] == cl].sort_values("score", ascending=False).head(4).itertuples(index=False):
+                rows.append({"arm": r.arm, "image_id": r.image_id, "cluster": f"{cl} ({factor} {getattr(r, factor)})",
+                             "value": num(spread[cl]), "share": None,
+                             "scores": [{"dose": 0.0, "dose_text": "score", "score": float(r.score), "score_text": num(r.score)}]})
+        return {"kind": "sets", "operator": None, "rows": rows, "value_label": "score spread in the set",
+                "group_label": "set", "note": f"The sets whose {scorer} score differs most across {factor} "
+                                              "(largest minus smallest score in the set), each set's images by score."}
+    if isinstance(column, str) and not original.empty and column in images:
+        # agreement with a column: the images whose score rank is farthest from their rank in the column
+        m = original.merge(images[["arm", "image_id", "cluster", column]], on=["arm", "image_id"])
+        m = m[pd.to_numeric(m[column], errors="coerce").notna()]
+        if len(m) >= 2:
+            m = m.assign(rs=m["score"].rank(pct=True), rc=pd.to_numeric(m[column]).rank(pct=True))
+            m = m.assign(gap=(m["rs"] - m["rc"]).abs()).sort_values(["gap", "image_id"], ascending=[False, True])
+            for r in m.head(TOP).itertuples(index=False):
+                rows.append({"arm": r.arm, "image_id": r.image_id, "cluster": str(r.cluster),
+                             "value": f"{num(100 * r.rs)} vs {num(100 * r.rc)}", "share": None,
+                             "scores": [{"dose": 0.0, "dose_text": "score", "score": float(r.score),
+                                         "score_text": num(r.score)},
+                                        {"dose": 0.0, "dose_text": column, "score": None,
+                                         "score_text": str(getattr(r, column))}]})
+            return {"kind": "ranks", "operator": None, "rows": rows, "value_label": f"score vs {column} percentile",
+                    "group_label": "cluster", "note": f"The images whose {scorer} score rank is farthest from their "
+                                                      f"{column} rank (percentiles): where the two disagree most."}
+    return {"kind": "none", "operator": op, "rows": [], "value_label": "", "group_label": "",
             "note": "The bundle holds no per-image numbers this cell can be traced to."}
 
 
@@ -241,8 +280,9 @@ def image_page(bundle, arm: str, image_id: str, row: dict) -> dict:
         reg.loc[(reg["arm"] == arm) & (reg["image_id"] == image_id), "coverage"])] if not reg.empty else []
     ex = bundle.table("exclusions")
     exclusions = ex[(ex["arm"] == arm) & (ex["image_id"] == image_id)].to_dict("records") if not ex.empty else []
+    row = {k: (None if _missing(v) else v) for k, v in row.items()}
     fixed = ("arm", "image_id", "row", "cluster", "content_hash", "width", "height", "side", "pair_id")
-    columns = {k: v for k, v in row.items() if k not in fixed and v is not None and not (isinstance(v, float) and math.isnan(v))}
+    columns = {k: v for k, v in row.items() if k not in fixed and not _missing(v)}
     cells = [c for c in bundle.cells if arm in (c.get("arms") or [c.get("arm")])]
     return {"arm": arm, "image_id": image_id, "row": row, "columns": columns, "scorers": scorers,
             "score_rows": score_rows, "measures": measures, "measure_rows": measure_rows, "regions": regions,
@@ -254,9 +294,9 @@ def exclusions_page(bundle) -> list[dict]:
     ex = bundle.table("exclusions")
     if ex.empty:
         return []
-    groups = []
+    groups: list[dict[str, Any]] = []
     for (stage, reason), grp in ex.groupby(["stage", "reason"], dropna=False, sort=True):
-        groups.append({"stage": str(stage), "reason": str(reason), "count": len(grp),
-                       "rows": grp.head(200).to_dict("records")})
+        rows = [{k: (None if _missing(v) else v) for k, v in r.items()} for r in grp.head(200).to_dict("records")]
+        groups.append({"stage": str(stage), "reason": str(reason), "count": len(grp), "rows": rows})
     groups.sort(key=lambda g: (-g["count"], g["stage"], g["reason"]))
     return groups
