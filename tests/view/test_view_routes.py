@@ -220,3 +220,27 @@ def test_mover_thumbnails_the_report_stores_are_shown_with_their_image(two_bundl
     assert re.findall(r'alt="([^"]+)"', first) == [f"{top}: original", f"{top}: light 10.0"]
     page = c.get("/b/0/image", params={"arm": "real", "id": top}).text
     assert page.count('<img class="thumb"') == 2 and "light 10.0" in page
+
+
+def test_pages_reference_nothing_outside_the_app(two_bundles):
+    """No page names a resource on another origin (the CSP would refuse it anyway): it works offline."""
+    a, b = two_bundles
+    c = client(a, b, verify=False)
+    for url, params in (("/", {}), ("/b/0/", {}), ("/b/0/cell", {"id": CHANGED}), ("/compare", {"a": "0", "b": "1"}),
+                        ("/b/0/image", {"arm": "real", "id": "astro_000"}), ("/b/0/exclusions", {}), ("/b/0/prereg", {})):
+        html = c.get(url, params=params).text
+        refs = re.findall(r'(?:src|href|action)="([^"]*)"', html)
+        assert refs and all(r.startswith(("/", "?", "data:", "#")) for r in refs), (url, refs)
+
+
+def test_a_port_in_use_is_one_line_and_exit_6(two_bundles, capsys):
+    import socket
+
+    from scoreaudit import cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert cli.main(["view", str(two_bundles[0]), "--port", str(port)]) == 6
+    assert "choose another --port" in capsys.readouterr().err
