@@ -11,6 +11,7 @@ are served sandboxed.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -134,7 +135,8 @@ def create_app(dirs: list[str | Path], verify: bool = True, hosts: list[str] | N
         headers = {"Content-Security-Policy": FILE_CSP, "X-Content-Type-Options": "nosniff"}
         if kind is None:
             kind = "application/octet-stream"
-            headers["Content-Disposition"] = f'attachment; filename="{Path(name).name.encode("ascii", "replace").decode()}"'
+            safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "file"
+            headers["Content-Disposition"] = f'attachment; filename="{safe}"'
         return Response(data, media_type=kind, headers=headers)
 
     async def status(request: Request):
