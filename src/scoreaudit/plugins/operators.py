@@ -24,7 +24,8 @@ returns one `OperatorOutput` per dose, in the order given. Shared rules:
 from __future__ import annotations
 
 import math
-from typing import Annotated, Callable, Literal, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
@@ -43,17 +44,18 @@ def _region(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
 
 
 def on_device(name: str, params, device: str, image: np.ndarray, mask: np.ndarray | None,
-              doses: Sequence[float], seed: int) -> list[OperatorOutput]:
+              doses: Sequence[float], seed: int, content_seeded: bool = False) -> list[OperatorOutput]:
     """The sweep of operator `name` by its torch twin on `device`: the image goes there once, every
-    dose is computed there, and each variant returns once; the identity dose returns `image` itself."""
-    import torch  # noqa: PLC0415 - only for a torch device
+    dose is computed there, and each variant returns once; the identity dose returns `image` itself.
+    `content_seeded`: the twin seeds with the image's content hash, computed here on the host copy."""
+    import torch  # only for a torch device
 
-    from scoreaudit.plugins.gpu.operators import sweep  # noqa: PLC0415
     from scoreaudit.plugins.base import content_hash
+    from scoreaudit.plugins.gpu.operators import sweep
 
     t = torch.from_numpy(np.require(image, requirements=["C", "W"])).to(device)
     m = None if mask is None else torch.from_numpy(np.asarray(mask, dtype=bool)).to(device)
-    image_hash = content_hash(image) if name == "noise" else None  # only noise seeds with it
+    image_hash = content_hash(image) if content_seeded else None
     out = []
     for v, info in sweep(name, params, t, m, list(doses), seed, image_hash):
         arr = image if v is t else v.cpu().numpy()
@@ -73,9 +75,31 @@ def _operator(name: str, **meta):
 
     def decorate(cls):
         cls.identity = float(meta["identity"])
+        cls.name = name  # which torch twin `TwinSwept.sweep` runs on a CUDA device
         return register(cls)
 
     return decorate
+
+
+class TwinSwept:
+    """What every built-in operator shares: `sweep` runs its torch twin (plugins/gpu/operators.py, the one
+    registered under the same name) on a CUDA device and the numpy `reference` anywhere else, so the
+    dispatch is written once, not once per operator."""
+
+    name: str  # the registered name (`_operator` sets it)
+    identity: float
+    params: Any
+    device: str = "cpu"
+    content_seeded = False  # True: the sweep seeds with the image's content hash (noise's field)
+
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        raise NotImplementedError
+
+    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
+        if _cuda(self.device):
+            return on_device(self.name, self.params, self.device, image, mask, doses, seed,
+                             content_seeded=self.content_seeded)
+        return self.reference(image, mask, doses, seed)
 
 
 def _paste(image: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarray:
@@ -107,12 +131,12 @@ RegionRef = Annotated[str, Ref("region")]
 
 class LabShiftParams(Params):
     channel: Literal["L", "a", "b"] = "L"
-    region: Optional[RegionRef] = None
+    region: RegionRef | None = None
 
 
 @_operator("lab_shift", params=LabShiftParams, version="1", identity=0.0,
                     dose_range=(-100.0, 100.0), pixel_local=True, unit="CIELAB units")
-class LabShift:
+class LabShift(TwinSwept):
     """Shift one CIELAB (D65) channel of the region's pixels by the dose, gamut-clipped back into sRGB.
 
     Dose: added to L* (or a*, b*) in CIELAB units; 0 is the identity. Pixels
@@ -131,19 +155,17 @@ class LabShift:
         out[:, self.channel] += np.float32(dose)
         return out
 
-    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
-        if _cuda(self.device):
-            return on_device("lab_shift", self.params, self.device, image, mask, doses, seed)
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
         return _lab_sweep(image, mask, doses, self.identity, self._edit)
 
 
 class RegionOnly(Params):
-    region: Optional[RegionRef] = None
+    region: RegionRef | None = None
 
 
 @_operator("gaussian_blur", params=RegionOnly, version="1", identity=0.0,
                     dose_range=(0.0, 50.0), pixel_local=True, unit="sigma (px)")
-class GaussianBlur:
+class GaussianBlur(TwinSwept):
     """Gaussian blur of the region with standard deviation `dose` pixels (0 = identity).
 
     The blur reads pixels outside the region (a region's edge pixels average
@@ -156,9 +178,7 @@ class GaussianBlur:
         self.params = params
         self.device = device
 
-    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
-        if _cuda(self.device):
-            return on_device("gaussian_blur", self.params, self.device, image, mask, doses, seed)
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
         import cv2
 
         region = _region(image, mask)
@@ -186,7 +206,7 @@ class GaussianBlur:
 
 @_operator("hue_rotate", params=RegionOnly, version="1", identity=0.0,
                     dose_range=(-180.0, 180.0), pixel_local=True, unit="degrees")
-class HueRotate:
+class HueRotate(TwinSwept):
     """Rotate the CIELAB hue angle (in the a*b* plane) of the region by `dose` degrees.
 
     L* and chroma are kept; colours pushed out of the sRGB gamut are clipped
@@ -207,15 +227,13 @@ class HueRotate:
         out[:, 2] = lab[:, 1] * s + lab[:, 2] * c
         return out
 
-    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
-        if _cuda(self.device):
-            return on_device("hue_rotate", self.params, self.device, image, mask, doses, seed)
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
         return _lab_sweep(image, mask, doses, self.identity, self._edit)
 
 
 @_operator("jpeg", params=RegionOnly, version="1", identity=100.0,
                     dose_range=(1.0, 100.0), pixel_local=True, unit="quality")
-class Jpeg:
+class Jpeg(TwinSwept):
     """JPEG re-compression at quality `dose` (100 = identity: the image is left unchanged).
 
     The whole image is encoded (OpenCV/libjpeg, 4:2:0 chroma, quality rounded
@@ -228,9 +246,7 @@ class Jpeg:
         self.params = params
         self.device = device
 
-    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
-        if _cuda(self.device):
-            return on_device("jpeg", self.params, self.device, image, mask, doses, seed)
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
         import cv2
 
         region = _region(image, mask)
@@ -252,12 +268,12 @@ class Jpeg:
 
 
 class NoiseParams(Params):
-    region: Optional[RegionRef] = None
+    region: RegionRef | None = None
 
 
 @_operator("noise", params=NoiseParams, version="1", identity=0.0,
                     dose_range=(0.0, 255.0), pixel_local=True, unit="SD (8-bit levels)")
-class Noise:
+class Noise(TwinSwept):
     """Add Gaussian noise with SD `dose` (8-bit levels), seeded by image content and dose.
 
     One standard-normal field per image (H×W×3), seeded by the `seed`
@@ -268,14 +284,13 @@ class Noise:
     not depend on the other doses. Values are rounded and clipped to 0..255.
     """
 
+    content_seeded = True
 
     def __init__(self, params: NoiseParams, device: str = "cpu") -> None:
         self.params = params
         self.device = device
 
-    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
-        if _cuda(self.device):
-            return on_device("noise", self.params, self.device, image, mask, doses, seed)
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
         region = _region(image, mask)
         field = None
         outputs = []
@@ -301,7 +316,7 @@ class TorsoWarpParams(Params):
 
 @_operator("torso_warp", params=TorsoWarpParams, version="1", identity=1.0,
                     dose_range=(0.5, 2.0), pixel_local=False, unit="width factor")
-class TorsoWarp:
+class TorsoWarp(TwinSwept):
     """Scale the region horizontally by `dose` about its centre, with smooth falloff (1.0 = identity).
 
     Geometric, so not pixel-local: pixels outside the region move too, and an
@@ -358,9 +373,7 @@ class TorsoWarp:
         per_row = mask.sum(axis=1)
         return float(per_row[per_row > 0].mean()) if per_row.any() else float("nan")
 
-    def sweep(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
-        if _cuda(self.device):
-            return on_device("torso_warp", self.params, self.device, image, mask, doses, seed)
+    def reference(self, image, mask, doses, seed=0) -> list[OperatorOutput]:
         import cv2
 
         region = _region(image, mask)
