@@ -5,7 +5,13 @@ operator, 4 scorers, 4 symmetric operators + 1 placebo, B = 10,000 bootstrap res
 Prints the statistics time (tables → every cell, q, outcome, section) and peak memory.
 Targets on the 2-core dev machine: ≤ 20 s and ≤ 2 GiB.
 
-    /work/venv/bin/python bench/stats.py [--boot 10000]
+`--growth` measures the same audit at 1×, 2× and 4× the clusters (both arms) in one process,
+interleaved over `--repeat` rounds (best time per size; peak traced memory in a separate
+pass so tracing does not slow the timed one) and prints the ratios to 1×: the work is
+clusters × B, so a linear engine shows ≈ 2× and ≈ 4× (target ≤ 4.5× time and memory at 4×).
+
+    .venv/bin/python bench/stats.py [--boot 10000]
+    .venv/bin/python bench/stats.py --growth --boot 1000 [--repeat 2]
 """
 
 from __future__ import annotations
@@ -55,24 +61,83 @@ hypothesis H7 "artifacts" {
 """
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--boot", type=int, default=10_000)
-    args = ap.parse_args(argv)
+def _ir(boot: int):
     from scoreaudit import api
-    from scoreaudit.stats.engine import compute
-    from scoreaudit.stats.planted import ArmShape, planted_tables
 
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "bench.audit"
-        p.write_text(SPEC.replace("BOOT", str(args.boot)), encoding="utf-8")
+        p.write_text(SPEC.replace("BOOT", str(boot)), encoding="utf-8")
         checked = api.check(p)
         if not checked.ok:
             print("\n".join(m.message for m in checked.diagnostics), file=sys.stderr)
-            return 1
-        ir = checked.ir
+            return None
+        return checked.ir
+
+
+def _shapes(scale: int):
+    from scoreaudit.stats.planted import ArmShape
+
+    return {"real": ArmShape(round(1470 * scale), 1, {"race": ("A", "B", "C", "D")}),
+            "synthetic": ArmShape(round(54 * scale), 10)}
+
+
+def growth(boot: int, repeat: int, scales=(1, 2, 4)) -> int:
+    """Time and peak traced memory of the statistics at each cluster scale, as ratios to 1×."""
+    import gc
+    import os
+
+    from scoreaudit.stats.engine import compute
+    from scoreaudit.stats.planted import planted_tables
+
+    ir = _ir(boot)
+    if ir is None:
+        return 1
     truth = {name: dict(s.call.params) for name, s in ir.scorers.items()}
-    shapes = {"real": ArmShape(1470, 1, {"race": ("A", "B", "C", "D")}), "synthetic": ArmShape(54, 10)}
+    tables = {k: planted_tables(ir, _shapes(k), truth, seed=1) for k in scales}
+    best = {k: float("inf") for k in scales}
+    peak = {}
+    for _ in range(repeat):
+        for k in scales:  # interleaved: load drifts hit every size alike
+            gc.collect()
+            t0 = time.perf_counter()
+            compute(ir, tables[k], progress=False)
+            best[k] = min(best[k], time.perf_counter() - t0)
+    for k in scales:
+        gc.collect()
+        tracemalloc.start()
+        compute(ir, tables[k], progress=False)
+        peak[k] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    print(f"load average {os.getloadavg()[0]:.2f}; B = {boot:,}; best of {repeat} interleaved rounds")
+    print(f"{'clusters':>9} {'score rows':>11} {'time s':>8} {'ratio':>6} {'peak MiB':>9} {'ratio':>6}")
+    for k in scales:
+        n_cl = round(1470 * k) + round(54 * k)
+        print(f"{n_cl:>9,} {len(tables[k]['scores']):>11,} {best[k]:>8.2f} {best[k] / best[scales[0]]:>6.2f} "
+              f"{peak[k] / 2**20:>9.0f} {peak[k] / peak[scales[0]]:>6.2f}")
+    top, f = scales[-1], scales[-1] / scales[0]
+    ok = best[top] / best[scales[0]] <= 1.125 * f and peak[top] / peak[scales[0]] <= 1.125 * f
+    print(f"at {f:g}× the clusters: time {best[top] / best[scales[0]]:.2f}×, memory {peak[top] / peak[scales[0]]:.2f}× "
+          f"(target ≤ {1.125 * f:g}×): {'ok' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--boot", type=int, default=10_000)
+    ap.add_argument("--growth", action="store_true", help="time and memory ratios at 1×, 2×, 4× the clusters")
+    ap.add_argument("--repeat", type=int, default=2, help="interleaved rounds for --growth (best time counts)")
+    ap.add_argument("--scales", default="1,2,4", help="cluster multiples for --growth (ratios to the first)")
+    args = ap.parse_args(argv)
+    if args.growth:
+        return growth(args.boot, args.repeat, tuple(float(x) for x in args.scales.split(",")))
+    from scoreaudit.stats.engine import compute
+    from scoreaudit.stats.planted import planted_tables
+
+    ir = _ir(args.boot)
+    if ir is None:
+        return 1
+    truth = {name: dict(s.call.params) for name, s in ir.scorers.items()}
+    shapes = _shapes(1)
     t0 = time.perf_counter()
     tables = planted_tables(ir, shapes, truth, seed=1)
     t_gen = time.perf_counter() - t0

@@ -39,6 +39,51 @@ def count_matrix(rng: np.random.Generator, n_boot: int, n_clusters: int) -> np.n
     return counts.reshape(n_boot, n_clusters).astype(np.float64)
 
 
+class LeaveOneOut:
+    """Rows of the cluster jackknife's weight matrix without building it.
+
+    Row r weighs every one of `n_cols` clusters 1 except cluster ``drop[r]``
+    (0). The dense matrix is C × C, so building it and multiplying by it cost
+    O(C²) time and memory per statistic (10.6× the time at 4× the clusters,
+    issue 33); ``J @ x`` here is ``Σx − x[drop]``, O(C). It supports what the
+    estimators do with the dense form: ``@`` by a (C,) or (C, k) array, row
+    selection ``J[rows]``, ``len``, ``J.sum(axis=1)`` and ``J.shape``.
+    """
+
+    __array_ufunc__ = None  # `ndarray @ J` must not broadcast J as an object
+
+    def __init__(self, n_cols: int, drop: np.ndarray) -> None:
+        self.n_cols = int(n_cols)
+        self.drop = np.asarray(drop, dtype=np.int64)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.drop), self.n_cols)
+
+    def __len__(self) -> int:
+        return len(self.drop)
+
+    def __getitem__(self, rows) -> "LeaveOneOut":
+        return LeaveOneOut(self.n_cols, self.drop[rows])
+
+    def __matmul__(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.shape[0] != self.n_cols:
+            raise ValueError(f"LeaveOneOut of {self.n_cols} columns times {x.shape[0]} rows")
+        return x.sum(axis=0) - x[self.drop]
+
+    def sum(self, axis: int) -> np.ndarray:
+        if axis != 1:
+            raise ValueError("LeaveOneOut sums over clusters only (axis=1)")
+        return np.full(len(self.drop), self.n_cols - 1.0)
+
+    def dense(self) -> np.ndarray:
+        """The materialised matrix (for tests and small arms only)."""
+        J = np.ones(self.shape)
+        J[np.arange(len(self.drop)), self.drop] = 0.0
+        return J
+
+
 def weighted_ratio(W: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """Replicates of sum(num)/sum(den) over resampled clusters; NaN where the denominator is 0.
 

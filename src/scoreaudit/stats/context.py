@@ -57,7 +57,7 @@ import pandas as pd
 
 from scoreaudit.compiler.doses import is_dose
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR, StatCallIR
-from scoreaudit.stats.bootstrap import arm_rng, count_matrix, weighted_ratio
+from scoreaudit.stats.bootstrap import LeaveOneOut, arm_rng, count_matrix, weighted_ratio
 from scoreaudit.stats.estimate import Estimate, estimator_for
 
 TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe",  # probe: stats/probes.py
@@ -105,16 +105,14 @@ class ArmData:
         return np.arange(self.n_clusters) if self.root_cols is None else self.root_cols
 
     @property
-    def jackknife(self) -> np.ndarray:
-        """C × C weights of the cluster jackknife: row k leaves cluster k out."""
-        return 1.0 - np.eye(self.n_clusters)
+    def jackknife(self) -> LeaveOneOut:
+        """C × C weights of the cluster jackknife: row k leaves cluster k out (never materialised)."""
+        return LeaveOneOut(self.n_clusters, np.arange(self.n_clusters))
 
     @property
-    def root_jackknife(self) -> np.ndarray:
+    def root_jackknife(self) -> LeaveOneOut:
         """C × C_root: row k leaves this arm's cluster k out of the root arm (for root-level terms, the SD)."""
-        J = np.ones((self.n_clusters, self.root.n_clusters))
-        J[np.arange(self.n_clusters), self.cols] = 0.0
-        return J
+        return LeaveOneOut(self.root.n_clusters, self.cols)
 
     @property
     def key(self) -> str:
@@ -320,11 +318,17 @@ class StatContext:
             self._cache[key] = np.column_stack([np.bincount(root.codes, ok.astype(float), minlength=C),
                                                 np.bincount(root.codes, v, minlength=C),
                                                 np.bincount(root.codes, v * v, minlength=C)])
-        parts = np.asarray(weights, dtype=float) @ self._cache[key]
+        memo = self._cache.get(("sdrep", root.name, scorer))
+        if memo is not None and memo[0] is weights:  # the arm's own bootstrap matrix: once per (arm, scorer)
+            return memo[1]
+        w = weights if isinstance(weights, LeaveOneOut) else np.asarray(weights, dtype=float)
+        parts = w @ self._cache[key]
         n, s1, s2 = parts[..., 0], parts[..., 1], parts[..., 2]
         with np.errstate(invalid="ignore", divide="ignore"):
             var = (s2 - s1 * s1 / n) / (n - 1)
             sd = np.sqrt(np.where(var > 0, var, np.nan))
+        if isinstance(weights, np.ndarray) and weights is root.sd_W:
+            self._cache[("sdrep", root.name, scorer)] = (weights, sd)
         return sd
 
     def sd_problem(self, arm: "str | ArmData", scorer: str) -> str:
@@ -458,8 +462,7 @@ class StatContext:
                             detail=det)
         est = float(np.mean(cm[ok]))
         boot = a.boot_mean_of_cluster_means(cm)
-        jack = weighted_ratio(a.jackknife[np.ix_(ok, np.arange(a.n_clusters))][:, :],
-                              np.where(ok, cm, 0.0), ok.astype(float))
+        jack = weighted_ratio(a.jackknife[ok], np.where(ok, cm, 0.0), ok.astype(float))
         method = self.test_method(test)
         if scorer is not None and self.standardised():
             sd = self.scale(a, scorer)

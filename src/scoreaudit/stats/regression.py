@@ -134,7 +134,8 @@ def cluster_cross_products(y: np.ndarray, X: np.ndarray, fe: np.ndarray, groups:
 
 def solve_weighted(A: np.ndarray, g: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """β_b = (Σ_c w_bc A_c)⁻¹ Σ_c w_bc g_c for each row b of `weights` (B × C); NaN where singular."""
-    WA = np.tensordot(weights, A, axes=(1, 0))
+    C, p = A.shape[0], A.shape[-1]
+    WA = (weights @ A.reshape(C, p * p)).reshape(-1, p, p)  # tensordot's own reshape; LeaveOneOut too
     Wg = weights @ g
     out = np.full((len(weights), A.shape[-1]), np.nan)
     good = np.abs(np.linalg.det(WA)) > 1e-12
