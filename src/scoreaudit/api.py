@@ -76,7 +76,7 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
         if ir is not None and not has_errors(more):  # model files only from the model roots (E0707)
             from scoreaudit.runtime.model_paths import model_path_diagnostics
 
-            outside = model_path_diagnostics(ir, path, source, allow_outside)
+            outside = model_path_diagnostics(ir, path, allow_outside)
             more = list(more) + outside
             if outside:
                 ir = None
@@ -94,7 +94,7 @@ def check(path: str | Path, source: str | None = None, allow_outside: bool = Fal
             # The data files that do not exist yet (W0621): each named, with what of it was not checked.
             from scoreaudit.runtime.missing_data import missing_data
 
-            more = list(more) + missing_data(ir, module, path)
+            more = list(more) + missing_data(ir, path)
         if tables and ir is not None and not has_errors(more) and Path(path).is_file() and uses_precomputed(ir):
             # Precomputed tables: every (image, operator, dose, scorer) a hypothesis needs must be
             # present before anything runs.

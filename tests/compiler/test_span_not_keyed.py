@@ -73,3 +73,18 @@ def test_the_runtime_imports_no_syntax():
                      else [node.module or ""] if isinstance(node, pyast.ImportFrom) else [])
             found += [(path.name, n) for n in names if n.startswith("scoreaudit.grammar")]
     assert found == []
+
+
+def test_a_model_path_outside_the_roots_points_at_its_string_not_a_comment(tmp_path):
+    """E0707 locates the `weights:` string from the IR's literal spans; a regex over the text found the
+    first occurrence, here a comment above the declaration."""
+    outside = tmp_path / "elsewhere" / "head.pth"
+    outside.parent.mkdir()
+    outside.write_bytes(b"")
+    (tmp_path / "spec").mkdir()
+    spec = (f'audit "t" {{ version: 1 }}\n# was "{outside}" before\n'
+            f'scorer laion = laion_aesthetic(weights: "{outside}")\n')
+    (tmp_path / "spec" / "t.audit").write_text(spec, encoding="utf-8")
+    checked = api.check(tmp_path / "spec" / "t.audit", tables=False)
+    [e] = [d for d in checked.diagnostics if d.code == "E0707"]
+    assert e.span.line == 3 and spec[e.span.start:e.span.end] == f'"{outside}"'

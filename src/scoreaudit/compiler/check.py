@@ -29,7 +29,7 @@ from scoreaudit.compiler.probes import probes_pass
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
 from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a, plugin_entry
 from scoreaudit.compiler.scopes import lower_scope, scopes_pass
-from scoreaudit.compiler.values import number, text
+from scoreaudit.compiler.values import number, string_literals, text
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
 
 SUPPORTED_VERSIONS = (1,)
@@ -285,7 +285,7 @@ def scorers_pass(module: ast.Module, st: State) -> None:
         st.scorers[d.name.name] = ir.ScorerIR(name=d.name.name, call=plugin_call(bound),
                                               needs_prompt=bool(entry.fact("needs_prompt")),
                                               label=d.label.value if d.label is not None else None, on=scope,
-                                              span=d.name.span)
+                                              span=d.name.span, literals=string_literals(d))
 
 
 def arms_pass(module: ast.Module, st: State) -> None:
@@ -315,7 +315,8 @@ def arms_pass(module: ast.Module, st: State) -> None:
                     continue
             st.arms[d.name.name] = ir.ArmIR(name=d.name.name, call=plugin_call(bound), source="images",
                                             kind=p.get("kind", "synthetic"), cluster="cluster", factors=factors,
-                                            label=d.label.value if d.label is not None else None, span=d.name.span)
+                                            label=d.label.value if d.label is not None else None, span=d.name.span,
+                                            literals=string_literals(d))
             continue
         strata = p.get("strata")
         strata = tuple(strata) if isinstance(strata, list) else ((strata,) if strata else ())
@@ -324,7 +325,7 @@ def arms_pass(module: ast.Module, st: State) -> None:
             source="pairs" if entry.meta.get("source", entry.name) == "pairs" else "images",
             kind=p.get("kind", "synthetic"), cluster=p.get("cluster"), strata=strata,
             factors=tuple(p.get("factors") or ()), label=d.label.value if d.label is not None else None,
-            span=d.name.span,
+            span=d.name.span, literals=string_literals(d),
         )
 
 

@@ -31,7 +31,7 @@ from scoreaudit.compiler.hypotheses import (
     make_test,
 )
 from scoreaudit.compiler.scopes import check_cells, covers, no_scorer
-from scoreaudit.compiler.values import text
+from scoreaudit.compiler.values import string_literals, text
 from scoreaudit.grammar import ast
 
 
@@ -57,7 +57,8 @@ def lower_hypothesis(h: ast.HypothesisDecl, st) -> ir.HypothesisIR | None:
         return None
     return ir.HypothesisIR(name=h.name.name, title=h.title.value,
                            text="\n".join(text(c) for c in h.claims), cells=tuple(cells),
-                           span=h.name.span, claim_spans=tuple(c.span for c in h.claims))
+                           span=h.name.span, claim_spans=tuple(c.span for c in h.claims),
+                           literals=string_literals(h))
 
 
 

@@ -40,6 +40,18 @@ def source_span() -> Any:
     return Field(default=None, exclude=True, repr=False)
 
 
+def literal_spans() -> Any:
+    """(text, span) of every string literal in a declaration, excluded like `source_span`: so a diagnostic
+    about a path as written (a missing manifest, a model folder outside the roots) points at that string."""
+    return Field(default=(), exclude=True, repr=False)
+
+
+def locate(decl: Any, text: str) -> Optional[Span]:
+    """The span of the string literal `text` in an IR declaration, else the declaration's own (else None)."""
+    hit = next((span for value, span in getattr(decl, "literals", ()) if value == text), None)
+    return hit or getattr(decl, "span", None)
+
+
 def in_scope(on: tuple[str, ...], arm: str) -> bool:
     """Whether a declaration scoped `on ARM, ...` applies to `arm` (an empty scope: every arm)."""
     return not on or arm in on
@@ -75,6 +87,7 @@ class ScorerIR(Scoped):
     label: Optional[str] = None  # `label: "..."`: the report's name for it (default: the name)
     on: tuple[str, ...] = ()  # the arms it scores (empty: every arm)
     span: Optional[Span] = source_span()
+    literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
 class ArmIR(Frozen):
@@ -93,6 +106,7 @@ class ArmIR(Frozen):
     factors: tuple[str, ...] = ()
     label: Optional[str] = None
     span: Optional[Span] = source_span()
+    literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
 class RegionCallIR(Frozen):
@@ -268,6 +282,7 @@ class HypothesisIR(Frozen):
     cells: tuple[CellIR, ...]
     span: Optional[Span] = source_span()
     claim_spans: tuple[Span, ...] = Field(default=(), exclude=True, repr=False)  # each claim's, like `span`
+    literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
 class ProbeIR(Frozen):
@@ -279,6 +294,7 @@ class ProbeIR(Frozen):
     measures: tuple[str, ...]  # the probe measures it records, as written
     label: Optional[str] = None
     span: Optional[Span] = source_span()
+    literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
 class ReportIR(Frozen):

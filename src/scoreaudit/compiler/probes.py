@@ -18,7 +18,7 @@ from scoreaudit.compiler import ir
 from scoreaudit.compiler.comparisons import _unit, _unit_words
 from scoreaudit.compiler.params import bind
 from scoreaudit.compiler.resolve import plugin_entry
-from scoreaudit.compiler.values import text
+from scoreaudit.compiler.values import string_literals, text
 from scoreaudit.diagnostics import did_you_mean
 from scoreaudit.grammar import ast
 
@@ -69,7 +69,8 @@ def probes_pass(module: ast.Module, st) -> None:
         st.probes[name] = ir.ProbeIR(name=name, call=ir.PluginCall(plugin=entry.name, version=entry.version,
                                                                     params=bound.params),
                                      scorer=scorer, measures=tuple(names),
-                                     label=d.label.value if d.label is not None else None, span=d.name.span)
+                                     label=d.label.value if d.label is not None else None, span=d.name.span,
+                                     literals=string_literals(d))
 
 
 def _labels(probe: ir.ProbeIR, measure: str) -> Optional[list[str]]:

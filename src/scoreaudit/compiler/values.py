@@ -8,6 +8,7 @@ same hypothesis text and the same lock hash.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from scoreaudit.compiler import fmt
@@ -58,6 +59,22 @@ def span_of(node: Any):
     if span is None or (span.line == 0 and span.column == 0):
         return None
     return span
+
+
+def string_literals(node: Any) -> tuple[tuple[str, Any], ...]:
+    """(text, span) of every string literal under a syntax-tree node, in source order (for the IR's `literals`)."""
+    out: list[tuple[str, Any]] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.String):
+            if span_of(n) is not None:
+                out.append((n.value, n.span))
+        elif isinstance(n, (tuple, list)):
+            stack.extend(n)
+        elif dataclasses.is_dataclass(n) and not isinstance(n, type):
+            stack.extend(getattr(n, f.name) for f in dataclasses.fields(n) if f.name != "span")
+    return tuple(sorted(out, key=lambda x: x[1].start))
 
 
 def product_names(node: ast.Product) -> list[ast.Value]:

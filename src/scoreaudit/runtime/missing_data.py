@@ -14,48 +14,15 @@ error at check (E0801), since nothing can be scored without it.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Iterator
 
-from scoreaudit.diagnostics import Diagnostic, Span
+from scoreaudit.diagnostics import Diagnostic
 
 CODE = "W0621"
 _FIX = "create it, or fix the path (relative to the spec's folder), then run `scoreaudit check` again"
 _HELP = _FIX + "; `run` stops while it is missing"
 _TABLE_HELP = _FIX + "; the cells that read it cannot be computed while it is missing"
-
-
-def _strings(node: Any) -> Iterator[Any]:
-    """Every `String` node under a syntax-tree node (the tree is frozen dataclasses and tuples)."""
-    if isinstance(node, (tuple, list)):
-        for x in node:
-            yield from _strings(x)
-    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-        if type(node).__name__ == "String":
-            yield node
-        for f in dataclasses.fields(node):
-            if f.name != "span":
-                yield from _strings(getattr(node, f.name))
-
-
-def _span_of(decl: Any, text: str) -> Span | None:
-    """The span of the string `text` inside a declaration, else the declaration's name, else None."""
-    for s in _strings(decl):
-        if s.value == text:
-            return s.span
-    name = getattr(decl, "name", None)
-    return getattr(name, "span", None) or getattr(decl, "span", None)
-
-
-def _decls(module: Any) -> dict[str, Any]:
-    """Declaration name -> its node (arms, probes, hypotheses: the ones that name data files)."""
-    out = {}
-    for d in getattr(module, "decls", ()):
-        name = getattr(getattr(d, "name", None), "name", None)
-        if isinstance(name, str):
-            out.setdefault(name, d)
-    return out
 
 
 def _missing(spec_dir: Path, rel: Any) -> bool:
@@ -110,13 +77,14 @@ def _prompt_findings(owner: str, prompts: Any, spec_dir: Path) -> Iterator[tuple
                              f"{owner}, were not checked")
 
 
-def missing_data(ir: Any, module: Any, spec_path: str | Path) -> list[Diagnostic]:
-    """W0621 for every manifest, image folder, prompts file and statistic table the spec names that is missing."""
-    from scoreaudit.compiler.ir import table_params
+def missing_data(ir: Any, spec_path: str | Path) -> list[Diagnostic]:
+    """W0621 for every manifest, image folder, prompts file and statistic table the spec names that is missing
+    (at the string that names it, from the IR's literal spans)."""
+    from scoreaudit.compiler.ir import locate, table_params
 
     spec_path = Path(spec_path)
     spec_dir = spec_path.resolve().parent
-    decls = _decls(module)
+    decls = {**{h.name: h for h in ir.hypotheses}, **ir.probes, **ir.arms}
     found: list[tuple[str, str, str, str]] = []  # (declaration, path as written, message, help)
     for name, arm in ir.arms.items():
         found += [(name, rel, msg, _HELP) for rel, msg in _arm_findings(ir, name, arm, spec_dir)]
@@ -129,5 +97,5 @@ def missing_data(ir: Any, module: Any, spec_path: str | Path) -> list[Diagnostic
             if _missing(spec_dir, table):
                 found.append((h.name, table, f"table '{table}' read by hypothesis `{h.name}` does not exist: its "
                               "columns and rows were not checked", _TABLE_HELP))
-    return [Diagnostic(CODE, "warning", msg, span=_span_of(decls.get(owner), rel), path=str(spec_path), help=fix)
+    return [Diagnostic(CODE, "warning", msg, span=locate(decls.get(owner), rel), path=str(spec_path), help=fix)
             for owner, rel, msg, fix in found]

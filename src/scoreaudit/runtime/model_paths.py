@@ -21,7 +21,6 @@ absolute, no `..`) is looked up in the cache only and is not a path.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Iterator
 
@@ -75,20 +74,18 @@ def named_paths(ir, spec_dir: Path) -> Iterator[tuple[str, str, str]]:
                 yield "CLIP model folder", name, model
 
 
-def _span(source: str, value: str, name: str) -> Span | None:
-    """The string literal holding `value` (else the declaration's name) in the spec's text."""
-    for pattern in (re.escape(f'"{value}"'), re.escape(f'"local-dir:{value}"'), rf"\b{re.escape(name)}\b"):
-        m = re.search(pattern, source)
-        if m:
-            line = source.count("\n", 0, m.start()) + 1
-            col = m.start() - (source.rfind("\n", 0, m.start()) + 1) + 1
-            end = col + (m.end() - m.start())
-            return Span(line, col, line, end, m.start(), m.end())
-    return None
+def _span(ir, value: str, name: str) -> Span | None:
+    """The string literal holding `value` in declaration `name` (else its name), from the IR's spans."""
+    from scoreaudit.compiler.ir import locate
+
+    decl = ir.scorers.get(name) or ir.arms.get(name) or ir.probes.get(name)
+    if decl is None:
+        return None
+    literal = locate(decl, value)
+    return literal if literal is not decl.span else locate(decl, f"local-dir:{value}")
 
 
-def model_path_diagnostics(ir, spec_path: str | Path, source: str = "", allow_outside: bool = False
-                           ) -> list[Diagnostic]:
+def model_path_diagnostics(ir, spec_path: str | Path, allow_outside: bool = False) -> list[Diagnostic]:
     """E0707 for every local model path outside the model roots (see the module docstring)."""
     if allow_outside or ir is None:
         return []
@@ -101,7 +98,7 @@ def model_path_diagnostics(ir, spec_path: str | Path, source: str = "", allow_ou
         out.append(Diagnostic(
             "E0707", "error", f"{what} '{value}' of '{name}' is outside the spec's folder, the Hugging Face cache "
                               f"and the folders in {MODELS_ENV}",
-            span=_span(source, value, name), path=str(spec_path),
+            span=_span(ir, value, name), path=str(spec_path),
             help=f"move the files under the spec's folder, name their folder once in the environment variable "
                  f"{MODELS_ENV} (e.g. export {MODELS_ENV}=~/models), or run with --allow-outside"))
     return out
