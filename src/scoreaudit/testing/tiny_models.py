@@ -20,13 +20,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
+# the real repository ids and file names, from the scorers that look them up (one definition)
+from scoreaudit.plugins.scorers.models import (BERT_REPOS, HPS_FILES, HPS_REPO, IR_REPO, KNOWN_OPEN_CLIP_HUB,
+                                              LAION_CLIP_REPO, LAION_HEAD, PICK_PROCESSOR_REPO, PICK_REPO)
+
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 OPENAI_MEAN = [0.48145466, 0.4578275, 0.40821073]
 OPENAI_STD = [0.26862954, 0.26130258, 0.27577711]
 PROMPTS = ["a photo of a person", "a red cat in the garden", "portrait of a smiling woman"]
 
-PICK_REPO, PICK_PROCESSOR_REPO = "yuvalkirstain/PickScore_v1", "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
-IR_REPO, BERT_REPO = "THUDM/ImageReward", "bert-base-uncased"
+BERT_REPO = BERT_REPOS[0]  # the scorer accepts either name; the fake cache holds the first
 
 
 @dataclass(frozen=True)
@@ -279,14 +282,14 @@ def image_reward_state(seed: int, med: dict, scale: Scale = TINY) -> dict:
 def build_laion(cache: Path, local: Path, seed: int = 0) -> dict:
     """Head + OpenAI ViT-L/14 (open_clip config must be registered) under the official repo ids."""
     head = laion_head_state(seed + 1, in_dim=open_clip_state_dim("ViT-L-14-quickgelu"))
-    snap = hf_snapshot(cache, "camenduru/improved-aesthetic-predictor")
-    torch.save(head, snap / "sac+logos+ava1-l14-linearMSE.pth")
+    snap = hf_snapshot(cache, LAION_HEAD.repo)
+    torch.save(head, snap / LAION_HEAD.filename)
     clip_l = open_clip_state("ViT-L-14-quickgelu", seed + 2)
-    snap = hf_snapshot(cache, "timm/vit_large_patch14_clip_224.openai")
+    snap = hf_snapshot(cache, LAION_CLIP_REPO)
     save_safetensors(clip_l, snap / "open_clip_model.safetensors")
     d = Path(local) / "laion"
     d.mkdir(parents=True, exist_ok=True)
-    torch.save(head, d / "sac+logos+ava1-l14-linearMSE.pth")
+    torch.save(head, d / LAION_HEAD.filename)
     save_safetensors(clip_l, d / "open_clip_model.safetensors")
     return {"laion": d}
 
@@ -300,19 +303,19 @@ def open_clip_state_dim(name: str) -> int:
 def build_hpsv2(cache: Path, local: Path, seed: int = 0) -> dict:
     """{'state_dict': ...} over ViT-H-14, both versions, in xswu/HPSv2."""
     hps = open_clip_state("ViT-H-14", seed + 3)
-    snap = hf_snapshot(cache, "xswu/HPSv2")
-    torch.save({"state_dict": hps}, snap / "HPS_v2.1_compressed.pt")
-    torch.save({"state_dict": open_clip_state("ViT-H-14", seed + 4)}, snap / "HPS_v2_compressed.pt")
+    snap = hf_snapshot(cache, HPS_REPO)
+    torch.save({"state_dict": hps}, snap / HPS_FILES["2.1"])
+    torch.save({"state_dict": open_clip_state("ViT-H-14", seed + 4)}, snap / HPS_FILES["2.0"])
     d = Path(local) / "hpsv2"
     d.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": hps}, d / "HPS_v2.1_compressed.pt")
+    torch.save({"state_dict": hps}, d / HPS_FILES["2.1"])
     return {"hpsv2": d}
 
 
 def build_clip_score(cache: Path, local: Path, seed: int = 0, scale: Scale = TINY) -> dict:
     """ViT-B-32 / openai in the cache, and a local-dir open_clip folder."""
     b32 = open_clip_state("ViT-B-32", seed + 5)
-    snap = hf_snapshot(cache, "timm/vit_base_patch32_clip_224.openai")
+    snap = hf_snapshot(cache, KNOWN_OPEN_CLIP_HUB[("ViT-B-32", "openai")])
     save_safetensors(b32, snap / "open_clip_model.safetensors")
     d = Path(local) / "clip_dir"
     d.mkdir(parents=True, exist_ok=True)
