@@ -192,3 +192,17 @@ def test_python_dash_m_runs_the_same_command_line():
     r = subprocess.run([_sys.executable, "-m", "scoreaudit", "--help"], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0 and "exit codes:" in r.stdout and "usage: scoreaudit" in r.stdout
+
+
+def test_version_is_printed_on_stdout_and_looked_up_only_when_asked(capsys, monkeypatch):
+    from importlib.metadata import version as dist_version
+
+    calls = []
+    real = cli.version
+    monkeypatch.setattr(cli, "version", lambda: calls.append(1) or real())
+    cli.build_parser()
+    assert calls == []  # other commands never pay for reading the installed metadata
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out == f"scoreaudit {dist_version('scoreaudit')}\n" and calls == [1]
