@@ -42,7 +42,7 @@ class Sink:
         span = node_or_span if isinstance(node_or_span, Span) or node_or_span is None else span_of(node_or_span)
         if span is not None and span.line == 0:
             span = None
-        sev = severity or ("warning" if code.startswith("W") else "error")
+        sev: Any = severity or ("warning" if code.startswith("W") else "error")  # the Diagnostic's Literal
         key = (code, span, message)
         if key in self._seen:
             return

@@ -7,6 +7,8 @@ holds its tokens, ASTs and errors equal to Lark's own lexer on every example.
 
 from __future__ import annotations
 
+from typing import Any
+
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import BasicLexer, ContextualLexer, Lexer
@@ -25,7 +27,7 @@ class QuickLexer(Lexer):
 
     def __init__(self, inner: ContextualLexer):
         self.inner = inner
-        root = inner.root_lexer
+        root: Any = inner.root_lexer  # a BasicLexer: its ignore and newline types are not in Lark's abstract type
         self.ignore = frozenset(root.ignore_types)
         self.newline_types = frozenset(root.newline_types)
         self._match: dict[int, object] = {}  # parser state -> its scanner's match (None: Lark's path)
@@ -34,7 +36,7 @@ class QuickLexer(Lexer):
         return self.inner.make_lexer_state(text)
 
     def _state_match(self, state: int):
-        lexer = self.inner.lexers[state]
+        lexer: Any = self.inner.lexers[state]  # a BasicLexer (checked below) whose scanner is built lazily
         scanner = lexer.scanner  # builds lexer.callback too
         ok = len(scanner._mres) == 1 and not lexer.callback and type(lexer) is BasicLexer
         self._match[state] = found = scanner._mres[0].match if ok else None

@@ -78,8 +78,9 @@ class Index:
         self.declared: dict[str, tuple[str, Any]] = {}  # name → (kind, first declaration node)
         for d in module.decls:
             kind = DECL_KINDS.get(type(d))
-            if kind is not None and d.name.name not in self.declared:
-                self.declared[d.name.name] = (kind, d)
+            name = getattr(d, "name", None)  # every declaration with a kind has one
+            if kind is not None and name is not None and name.name not in self.declared:
+                self.declared[name.name] = (kind, d)
         self.occurrences: list[Occurrence] = []
         for d in module.decls:
             self._decl(d)

@@ -61,7 +61,7 @@ def missing_message(entry: PluginEntry, missing: list[str]) -> str:
 def _default_params(entry: PluginEntry):
     try:
         return entry.params.model_validate({})
-    except Exception:  # a required argument: the defaults alone do not validate
+    except Exception:  # noqa: BLE001 - a required argument: the defaults alone do not validate
         return None
 
 

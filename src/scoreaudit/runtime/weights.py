@@ -8,13 +8,13 @@ only place scoreaudit touches the network: `hf_hub_download` into the Hugging Fa
 
 from __future__ import annotations
 
-import re
-
 import difflib
 import json
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from scoreaudit.plugins.base import ScorerUnavailable
 from scoreaudit.plugins.probe_clip import CLIP_FILES
