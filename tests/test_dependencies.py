@@ -145,7 +145,7 @@ def _module_level_imports(p: Path) -> list[tuple[str, bool]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _import_to_dists() -> dict[str, frozenset[str]]:
     """import name -> the distributions installing it (this venv holds every extra: make test's install)."""
     from importlib.metadata import packages_distributions
@@ -159,7 +159,7 @@ def _provides(dists) -> set[str]:
     return {m for m, ds in _import_to_dists().items() if ds & want}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _closure(dists: frozenset[str]) -> frozenset[str]:
     return frozenset(_requirement_closure_uncached(dists))
 
