@@ -1,11 +1,14 @@
 """The words of the `.audit` language, once: every keyword, what it opens and how editors show it.
 
 The parser's error recovery and wording, the Pygments highlighter, the formatter,
-the resolver's kinds, the language server (index, hover, completion) and the
-VS Code TextMate grammar (generated: `python -m scoreaudit.grammar.textmate --write`)
-all read this table, so a keyword is written here and in `audit.lark` (its
-rule and terminal; a test holds the grammar's keyword terminals equal to
-`KEYWORDS`), plus its AST node (`ast.py`) and builder method (`build.py`).
+the resolver's kinds, the language server (index, hover, completion, outline) and
+the VS Code TextMate grammar all read this table. A new keyword is written in four
+files: here, `audit.lark` (its rule and terminal; tests/grammar/test_grammar_vocabulary.py
+holds the grammar's keyword terminals and top-level rules equal to this table),
+`ast.py` (its node) and `build.py` (its builder method); then
+`python -m scoreaudit.grammar.textmate --write` regenerates the editor grammar (a
+test fails while it is stale). What the declaration means is the compiler's
+(a pass in `compiler/check.py`, its IR model in `compiler/ir.py`).
 
 A `Declaration` is a word that starts a statement at the top level (a restart
 point after a syntax error, a line the outline shows); `Keyword`s are the other
