@@ -29,6 +29,9 @@ CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png", ".jpg
                  ".tex": "text/plain; charset=utf-8", ".txt": "text/plain; charset=utf-8"}
 
 
+_ONE_AT_A_TIME = threading.Lock()
+
+
 class Verification:
     """`scoreaudit verify` of one bundle, run once in a background thread; pages show its state."""
 
@@ -48,7 +51,8 @@ class Verification:
         from scoreaudit.reports.verify import verify_bundle
 
         try:
-            mismatches, unchecked = verify_bundle(self.path)
+            with _ONE_AT_A_TIME:  # verify re-runs the statistics: bundles take turns (shared plugin state, CPU)
+                mismatches, unchecked = verify_bundle(self.path)
         except BundleError as e:
             self.state, self.mismatches = "error", [str(e)]
         except Exception as e:  # noqa: BLE001 - verify is a check, never the reason the explorer dies
