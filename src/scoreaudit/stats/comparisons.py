@@ -548,7 +548,7 @@ def share(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
     lo, hi = det["observed_ci"]
     if not (np.isfinite(lo) and np.isfinite(hi)) or ci_contains(lo, hi, 0.0):
         return Estimate(float("nan"), "bootstrap", detail=det,
-                        undefined=f"the observed gap's CI [{lo:.3g}, {hi:.3g}] includes 0: there is no gap to share")
+                        undefined=f"the observed gap's CI {numfmt.ci(lo, hi)} includes 0: there is no gap to share")
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = d[f"{part}_boot"] / d["observed_boot"]
     return Estimate(d[part] / d["observed"], "bootstrap", boot=boot, detail=det)

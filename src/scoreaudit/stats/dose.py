@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreaudit import numfmt
 from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index
@@ -144,9 +145,9 @@ def _penalty_reason(name: str, est: Estimate, alpha: float) -> str | None:
         return f"FI({name}) is undefined ({est.undefined})"
     p = est.p_greater(0.0)
     if est.estimate < 0:
-        return f"the scorer rewards {name}: FI({name}) = {est.estimate:.3g} < 0"
+        return f"the scorer rewards {name}: FI({name}) = {numfmt.num(est.estimate)} < 0"  # the report's style
     if not (np.isfinite(p) and p <= alpha):
-        return f"FI({name}) = {est.estimate:.3g} is not significantly positive (p = {p:.3g})"
+        return f"FI({name}) = {numfmt.num(est.estimate)} is not significantly positive ({numfmt.peq(p)})"
     return None
 
 

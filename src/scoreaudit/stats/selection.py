@@ -27,6 +27,7 @@ from math import comb
 import numpy as np
 import pandas as pd
 
+from scoreaudit import numfmt
 from scoreaudit.compiler.doses import dose_keys
 from scoreaudit.compiler.ir import ORIGINAL, StatCallIR
 from scoreaudit.stats.bootstrap import weighted_ratio
@@ -148,7 +149,7 @@ def net_drift(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
         det["directional_drift"] = float(sd_.sum() / cnt.sum())
         det["fidelity_part"] = float((sa.sum() - sd_.sum()) / cnt.sum())
         det["note"] = (f"under {sel.operator}, net drift includes a fidelity part (net − directional = "
-                       f"{det['fidelity_part']:.3g}): a scorer that only prefers the unaltered image still "
+                       f"{numfmt.signed(det['fidelity_part'])}): a scorer that only prefers the unaltered image still "
                        f"moves a non-linear measure")
     est = _drift_estimate(ctx, a_, selection, sa, cnt, det)
     return est

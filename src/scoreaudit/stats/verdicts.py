@@ -16,8 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreaudit import numfmt
 from scoreaudit.compiler.doses import is_dose
 from scoreaudit.stats.context import StatContext
+
+
+def _shown(x, style) -> str:
+    """A check's number in the report's style (a yes/no check's value as 1 or 0)."""
+    return str(int(x)) if isinstance(x, bool) else style(x)
 
 
 def axes(ctx: StatContext) -> list[tuple[str, str]]:
@@ -85,8 +91,8 @@ def verdicts(ctx: StatContext, validations: list[dict]) -> list[dict]:
         elif not np.isfinite(leak):
             iso_detail = "leakage was not measured for this operator"
         else:
-            iso_detail = (f"mean leakage {leak:.4%} of pixels outside the region "
-                          f"{'≤' if leak_ok else '>'} {s.max_leakage:.2%}")
+            iso_detail = (f"mean leakage {numfmt.pct(leak)} of pixels outside the region "  # the report's number style
+                          f"{'≤' if leak_ok else '>'} {numfmt.plain(100 * s.max_leakage)}%")
         rows = [v for v in validations if v["measure"] == measure and v["operator"] == operator]
         declared = any(v.measure == measure and v.operator == operator for v in ctx.ir.validations)
         valid = bool(rows) and all(v["passed"] for v in rows)
@@ -97,7 +103,7 @@ def verdicts(ctx: StatContext, validations: list[dict]) -> list[dict]:
         else:
             parts = []
             for v in rows:
-                checks = ", ".join(f"{c['statistic']} = {c['value']:.3g} {c['op']} {c['threshold']:g}"
+                checks = ", ".join(f"{c['statistic']} = {_shown(c['value'], numfmt.num)} {c['op']} {_shown(c['threshold'], numfmt.plain)}"
                                    f" {'held' if c['held'] else 'failed'}" for c in v["checks"])
                 parts.append(f"on {v['arm']}: {checks}")
             val_detail = "; ".join(parts)

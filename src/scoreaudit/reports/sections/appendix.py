@@ -8,6 +8,7 @@ from markupsafe import Markup
 from scoreaudit.grammar.highlight import highlight_html
 from scoreaudit.reports import fmt
 from scoreaudit.reports.sections import section
+from scoreaudit.reports.sections.first_screen import utc_time
 
 
 @section("appendix", order=200, title="Appendix")
@@ -37,7 +38,7 @@ def appendix(ctx) -> dict:
                 "scorers": [(n, s.get("plugin", ""), s.get("version", ""), s.get("weights_sha256") or "none (no weight file)")
                             for n, s in (env.get("scorers") or {}).items()]},
         "tool": r.get("tool") or {},
-        "lock": [(k, "\u2014" if lock.get(k) in (None, "") else str(lock.get(k)))
+        "lock": [(k, "\u2014" if lock.get(k) in (None, "") else str(utc_time(lock[k]) if k.endswith("_at") else lock[k]))
                  for k in ("status", "path", "locked_at", "first_score_at", "spec_sha256", "hypotheses_sha256")],
         "precomputed": [_file(e) for e in (r.get("precomputed") or []) if isinstance(e, dict)],
         "sources": sources(r),

@@ -58,13 +58,29 @@ def preregistration(ctx) -> dict:
         "heading": heading,
         "meaning": meaning,
         "detail": relative_paths(lock.get("detail") or "", (ctx.results.get("spec") or {}).get("path")),
-        "locked_at": lock.get("locked_at"),
-        "first_score_at": lock.get("first_score_at"),
+        "locked_at": utc_time(lock.get("locked_at")),
+        "first_score_at": utc_time(lock.get("first_score_at")),
         "deviations": [_deviation(d) for d in lock.get("deviations") or []],
         "attestation": lock.get("attestation") or "",
         "lock_sha256": lock.get("lock_sha256"),
         "generated": generated_arms(ctx),  # which prompt each generated arm's images were scored with
     }
+
+
+def utc_time(stamp) -> str | None:
+    """`2026-12-04T04:32:25.063326Z` as a reader reads it: `2026-12-04 04:32:25 UTC` (to the second; the
+    bundle keeps the exact stamp); anything that is not such a stamp is shown as written."""
+    from datetime import datetime, timezone
+
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if t.tzinfo is None:
+        return stamp
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 _ABS_PATH = re.compile(r"(?<![\w.~-])/(?:[^\s;,()'\"]+)")
