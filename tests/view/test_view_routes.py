@@ -244,3 +244,19 @@ def test_a_port_in_use_is_one_line_and_exit_6(two_bundles, capsys):
         port = s.getsockname()[1]
         assert cli.main(["view", str(two_bundles[0]), "--port", str(port)]) == 6
     assert "choose another --port" in capsys.readouterr().err
+
+
+def test_prereg_page_lists_each_deviation(two_bundles, tmp_path):
+    a, _ = two_bundles
+    d = tmp_path / "dev"
+    shutil.copytree(a, d)
+    res = json.loads((d / "results.json").read_text())
+    devs = [{"item": "hypothesis H2", "kind": "hypothesis", "hypothesis": "H2", "change": "changed",
+             "locked": "abs(asymmetry(light)) < 0.1", "current": "abs(asymmetry(light)) < 0.2"},
+            {"item": "setting alpha", "kind": "setting", "hypothesis": "setting alpha", "change": "changed",
+             "locked": "0.05", "current": "0.1"}]
+    res["lock"].update(status="deviation", path="a.audit.lock", deviations=devs)
+    (d / "results.json").write_text(json.dumps(res))
+    html = client(d, verify=False).get("/b/0/prereg").text
+    assert '<span class="badge lock">deviation</span>' in html
+    assert rows(html, "deviations") == [[x["item"], x["change"], x["locked"], x["current"]] for x in devs]
