@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from scoreaudit import registry
 from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
 from scoreaudit.compiler.prompts import PromptsError, cluster_of, expand_prompts, score_prompt_for, seed_list
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError
@@ -57,7 +58,7 @@ class Job:
 
 
 def is_generated(arm: ArmIR) -> bool:
-    return arm.call.plugin == "generate"
+    return registry.generated_arm(arm.call.plugin)
 
 
 def sizes(params: dict) -> tuple[int, int]:

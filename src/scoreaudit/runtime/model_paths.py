@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+from scoreaudit import registry
 from scoreaudit.diagnostics import Diagnostic, Span
 from scoreaudit.safeio import inside
 
@@ -63,7 +64,7 @@ def named_paths(ir, spec_dir: Path) -> Iterator[tuple[str, str, str]]:
         model = p.get("model")
         if isinstance(model, str) and model.startswith("local-dir:"):
             yield "model folder", name, model[len("local-dir:"):]
-    users = [(n, a.call.params) for n, a in ir.arms.items() if a.call.plugin == "generate"]
+    users = [(n, a.call.params) for n, a in ir.arms.items() if registry.generated_arm(a.call.plugin)]
     users += [(n, pr.call.params) for n, pr in ir.probes.items()]
     for name, p in users:
         if isinstance(p.get("pipeline"), str) and _folder_like(p["pipeline"], spec_dir):

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from scoreaudit import registry
+
 FILE = "thumbnails.json"
 OUTLINE = np.array([255, 0, 200], dtype=np.uint8)  # magenta: visible on skin, sky and foliage
 
@@ -75,7 +77,7 @@ def _first_image(ir, spec_dir: Path, root: Path | None, out_dir: Path | None = N
     evaluator = RegionEvaluator(ir.regions) if ir.regions else None
     for arm in _arm_order(ir):
         arm_root = root
-        if arm.call.plugin == "generate":  # its images are in the bundle, not under the spec's folder
+        if registry.generated_arm(arm.call.plugin):  # its images are in the bundle, not under the spec's folder
             from scoreaudit.runtime.generation import images_arm
 
             dest = Path(out_dir) / "generated" / arm.name if out_dir is not None else None
