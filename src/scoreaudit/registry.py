@@ -239,6 +239,13 @@ def reads_data(plugin: str) -> bool:
     return bool(fact("scorer", plugin, "reads_data"))
 
 
+def generated_arm(plugin: str) -> bool:
+    """An arm source whose images the run makes (its `source` fact is "generate"): nothing is on disk
+    before the run, its prompts and seeds say how many images it has."""
+    load_plugins()
+    return plugin in arms and arms.get(plugin).fact("source") == "generate"
+
+
 def reads_tables_only(plugin: str, params: Mapping[str, Any]) -> bool:
     """A data-reading scorer given no column to read: its scores come only from precomputed tables."""
     return reads_data(plugin) and not any(params.get(p) for p in fact("scorer", plugin, "data_params"))

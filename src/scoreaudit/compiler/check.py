@@ -296,7 +296,7 @@ def arms_pass(module: ast.Module, st: State) -> None:
             st.broken.add(d.name.name)
             continue
         p = bound.params
-        if entry.meta.get("source") == "generate":  # the images exist after the run's generate step
+        if registry.generated_arm(entry.name):  # the images exist after the run's generate step
             if p.get("scheduler"):
                 from scoreaudit.compiler.schedulers import check_scheduler
 

@@ -40,7 +40,7 @@ def sd_arms(cells) -> list[str]:
 
 
 def _generated(arm: ir.ArmIR) -> bool:
-    return arm.call.plugin in registry.arms and registry.arms.get(arm.call.plugin).meta.get("source") == "generate"
+    return registry.generated_arm(arm.call.plugin)
 
 
 def _generated_count(st, arm: ir.ArmIR) -> int | None:

@@ -308,7 +308,7 @@ def check_prompt(scorer: ir.ScorerIR, arm: ir.ArmIR, node: Any, st) -> bool:
         return False
     if not scorer.needs_prompt or scorer.call.params.get("prompt") is not None:
         return True
-    if arm.call.params.get("prompt") is not None or arm.call.plugin == "generate":  # generated: its prompts
+    if arm.call.params.get("prompt") is not None or registry.generated_arm(arm.call.plugin):  # generated: its prompts
         return True
     st.sink.emit("E0507", node, f"scorer `{scorer.name}` needs a prompt, but neither it nor arm `{arm.name}` "
                  "gives one", f'add `prompt: "..."` or `prompt: column(COLUMN)` to scorer `{scorer.name}`, '

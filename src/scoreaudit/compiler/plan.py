@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scoreaudit import registry
 from scoreaudit.compiler import ir
 from scoreaudit.compiler.demand import demand_of as demand
 from scoreaudit.compiler.reads import reads
@@ -101,7 +102,7 @@ def count_images(arm: ir.ArmIR, base: Path | None) -> int | None:
     if base is None:
         return None
     p = arm.call.params
-    if arm.call.plugin == "generate":  # prompts × seeds, when the prompts can be read here
+    if registry.generated_arm(arm.call.plugin):  # prompts × seeds, when the prompts can be read here
         from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
 
         try:
@@ -239,7 +240,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
             variants[arm_name] = 1
             continue  # nothing reads this arm: no step at all
         by_arm = tuple(dict.fromkeys(c for w in need.needs if len(w) > 1 and w[1] == arm_name for c in need.by(w)))
-        if arm.call.plugin == "generate":
+        if registry.generated_arm(arm.call.plugin):
             b.add(f"generate/{arm_name}", "generate", plugin=arm.call.plugin, version=arm.call.version,
                   params={"arm": arm_name, **arm.call.params}, reads=(f"pipeline:{arm.call.params['pipeline']}",),
                   writes=(f"generated/{arm_name}",), arm=arm_name, images=n,

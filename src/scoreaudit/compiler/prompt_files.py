@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scoreaudit import registry
+
 
 def _prompts_node(decl):
     call = getattr(decl, "call", None)
@@ -28,7 +30,7 @@ def prompt_files_pass(module, st) -> None:
     if st.sink.has_errors or not path or path.startswith("<"):
         return
     base = Path(path).resolve().parent
-    calls = [(n, a.call.params, "arm") for n, a in st.arms.items() if a.call.plugin == "generate"]
+    calls = [(n, a.call.params, "arm") for n, a in st.arms.items() if registry.generated_arm(a.call.plugin)]
     calls += [(n, p.call.params, "probe") for n, p in st.probes.items()]
     for name, params, kind in calls:
         prompts = params.get("prompts")

@@ -18,6 +18,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from scoreaudit import registry
 from scoreaudit.safeio import UnsafePath, open_regular
 
 _CHUNK = 1 << 20
@@ -64,7 +65,8 @@ def arm_files(ir, arm, spec_dir: Path) -> list[Path]:
     from scoreaudit.runtime.columns import required_columns
     from scoreaudit.runtime.manifests import imageless, load_manifest
 
-    if arm.source not in ("images", "pairs") or arm.call.plugin == "generate" or imageless(arm):  # made by the run
+    made_by_the_run = registry.generated_arm(arm.call.plugin)
+    if arm.source not in ("images", "pairs") or made_by_the_run or imageless(arm):
         return []
     result = load_manifest(arm, spec_dir, columns=required_columns(ir, arm), on_error="skip", root=spec_dir,
                            probe=False)
@@ -107,7 +109,7 @@ def prompt_items(ir, spec_dir: Path) -> dict[str, str]:
 
     from scoreaudit.compiler.prompts import PromptsError, expand_prompts
 
-    users = [("arm", n, a.call.params) for n, a in ir.arms.items() if a.call.plugin == "generate"]
+    users = [("arm", n, a.call.params) for n, a in ir.arms.items() if registry.generated_arm(a.call.plugin)]
     users += [("probe", n, p.call.params) for n, p in ir.probes.items()]
     out: dict[str, str] = {}
     for kind, name, params in users:

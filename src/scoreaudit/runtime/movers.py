@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from scoreaudit import registry
+
 FILE = "mover_thumbnails.json"
 SHOWN = 5  # movers listed per cell (ids and changes)
 PER_CELL = 3  # of which shown as thumbnails
@@ -85,7 +87,7 @@ def _records(ir, arm_name: str, spec_dir: Path, root: Path | None, out_dir: Path
     arm, arm_root = ir.arms[arm_name], root
     if arm.source != "images":
         return {}
-    if arm.call.plugin == "generate":
+    if registry.generated_arm(arm.call.plugin):
         from scoreaudit.runtime.generation import images_arm
 
         dest = out_dir / "generated" / arm.name

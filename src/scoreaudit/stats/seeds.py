@@ -23,6 +23,7 @@ import re
 
 import numpy as np
 
+from scoreaudit import registry
 from scoreaudit.compiler.ir import CellIR
 from scoreaudit.stats.context import ArmData, StatContext, index_clusters
 from scoreaudit.stats.outcomes import cell_p, number_outcome
@@ -57,7 +58,7 @@ def seed_robustness(ctx: StatContext, cells: list[CellIR], cells_out: list[dict]
     """Add `seed_robustness` to every cell on a generated arm with two or more generation seeds."""
     for cell, c in zip(cells, cells_out):
         arm_ir = ctx.ir.arms.get(cell.arm) if cell.arm else None
-        if arm_ir is None or arm_ir.call.plugin != "generate":
+        if arm_ir is None or not registry.generated_arm(arm_ir.call.plugin):
             continue
         arm = ctx.arm(cell.arm)
         seeds = generation_seeds(arm.image_ids)

@@ -10,6 +10,8 @@ import csv
 import re
 from pathlib import PurePath
 
+from scoreaudit import registry
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -45,7 +47,7 @@ def generated_arms(ctx) -> list[dict]:
     out = []
     for name, arm in (ctx.ir.get("arms") or {}).items():
         call = (arm or {}).get("call") or {}
-        if call.get("plugin") != "generate":
+        if not registry.generated_arm(str(call.get("plugin"))):
             continue
         params = call.get("params") or {}
         generated, factors = _generation_text(params.get("prompts"))
