@@ -118,3 +118,21 @@ def test_vsce_packages_without_warnings(tmp_path):
     assert "vscode" in required
     assert {r.removeprefix("node:") for r in required} - {"vscode"} <= NODE_BUILTINS, required
     assert "vscode-languageclient" in notices and "MIT" in notices
+    # the unpacked .vsix loads in Node with no node_modules anywhere (`vscode` is the editor's: stubbed)
+    with zipfile.ZipFile(tmp_path / "x.vsix") as z:
+        z.extractall(tmp_path / "unpacked")
+    (tmp_path / "load.js").write_text(LOAD_JS)
+    p = subprocess.run(["node", str(tmp_path / "load.js"), str(tmp_path / "unpacked" / "extension" / "dist" /
+                                                              "extension.js")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.split() == ["function", "function"], p.stdout + p.stderr
+
+
+LOAD_JS = """
+const Module = require('module');
+const load = Module._load;
+const stub = new Proxy({}, { get: (t, k) => (k in t ? t[k] : function Stub() {}) });
+Module._load = function (request) { return request === 'vscode' ? stub : load.apply(this, arguments); };
+const ext = require(process.argv[2]);
+console.log(typeof ext.activate, typeof ext.deactivate);
+"""
