@@ -54,3 +54,22 @@ def test_times_are_shown_to_the_second_in_utc(demo_bundle):
     page = (demo_bundle / "report.html").read_text()
     box = re.search(r'<section id="preregistration".*?</section>', page, re.S).group(0)
     assert re.search(r"first score: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", box), box[-400:]
+
+
+def test_comparison_sentences_read_like_the_others(comparisons_bundle):
+    """examples/comparisons.audit: a stress-test comparison says so inside its claim's parentheses (before:
+    '(claim: ...) (stress test, not a bias measurement)'), and an AUROC cell names its measure as AUROC."""
+    from scoreaudit.reports.sentences import cell_sentence
+
+    cells = json.loads((comparisons_bundle / "results.json").read_text())["cells"]
+    stress = [c for c in cells if c.get("qualifier") == "stress-test-only" and c.get("claim_text")]
+    auroc = [c for c in cells if (c.get("params") or {}).get("metric") == "auroc"]
+    assert stress and auroc
+    for c in stress:
+        s = cell_sentence(c)
+        assert s.endswith(f"; stress test, not a bias measurement): {c['outcome']}."), s
+        assert ") (stress test" not in s
+    for c in auroc:
+        assert "'s AUROC against the labels in " in cell_sentence(c), cell_sentence(c)
+    text = _text((comparisons_bundle / "report.html").read_text())
+    assert ") (stress test" not in text and "auroc against" not in text

@@ -118,6 +118,10 @@ def _lead(cell: dict) -> str:
     return f"On {cell['arm']}" if cell.get("arm") else "Across arms"
 
 
+# agreement metrics as a sentence names them (the spec's spelling is the key)
+METRIC_NAMES = {"auroc": "AUROC", "f1": "F1 score", "kappa": "Cohen's kappa", "accuracy": "accuracy"}
+
+
 def own_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
                  qtext: Callable[[Optional[float]], str] = _q) -> str:
     """The sentence of any statistic in OWN_SENTENCE (comparisons, decompositions, agreement)."""
@@ -133,7 +137,8 @@ def own_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
                 else f"part of {gap} that {d.get('measure', 'the measure')} explains")
         signed = name == "decompose"
     else:
-        what = f"{p.get('metric', d.get('metric', 'accuracy'))} against the labels in {p.get('label', d.get('label'))}"
+        metric = p.get("metric", d.get("metric", "accuracy"))
+        what = f"{METRIC_NAMES.get(metric, metric)} against the labels in {p.get('label', d.get('label'))}"
         signed = False
     subject = f"{_lead(cell)}, {cell.get('scorer')}'s {what}"
     if cell.get("undefined"):

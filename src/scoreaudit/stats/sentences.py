@@ -59,8 +59,11 @@ def cell_sentence(cell: dict) -> str:
     if statistic in OWN_SENTENCE:  # comparisons, decompositions, agreement: their wording, this number format
         text = own_sentence(cell, num=lambda x, sign: fmt.num(x, signed=sign), qtext=lambda q: fmt.peq(q, "q"))
         if cell.get("qualifier") == "stress-test-only" and text.endswith("."):
-            text = text[:-1].rsplit(":", 1)
-            text = f"{text[0]} ({STRESS}):{text[1]}." if len(text) == 2 else ".".join(text)
+            head, sep, outcome = text[:-1].rpartition(":")
+            if sep and head.endswith(")") and " (claim: " in head:  # inside the claim's parentheses, as below
+                text = f"{head[:-1]}; {STRESS}):{outcome}."
+            elif sep:
+                text = f"{head} ({STRESS}):{outcome}."
         return text
     where, scorer, outcome = _where(cell), cell.get("scorer", "?"), cell.get("outcome") or "inconclusive"
     name = stat_name(statistic)
