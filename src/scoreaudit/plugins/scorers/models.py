@@ -14,8 +14,9 @@ models and reduced precision against fp32.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Optional, Sequence, Union
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -25,17 +26,17 @@ from scoreaudit.plugins.scorers.model_weights import (
     INSTALL_HINT,
     HubFile,
     Located,
+    NeededFile,
     combined_hash,
     find_in_hf_cache,
     locate_one,
     locate_snapshot,
-    NeededFile,
     missing_message,
     snapshot_problems,
 )
 from scoreaudit.registry import ColumnValue, Params, scorers
 
-Prompt = Optional[Union[str, ColumnValue]]
+Prompt = str | ColumnValue | None
 
 # Most images per forward. The runtime's batches (settings `batch_size`, default 16) are
 # forwarded whole up to this cap, which only bounds memory (ViT-H at 224 px and batch 64 needs
@@ -68,7 +69,7 @@ PRECISION_NOTES = {
 
 
 class WeightsParams(Params):
-    weights: Optional[str] = None  # local file/dir; None: the Hugging Face cache
+    weights: str | None = None  # local file/dir; None: the Hugging Face cache
     precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
 
 
@@ -86,11 +87,11 @@ class _ModelScorer:
     # implementation itself runs at there, so auto never strays further from the official numbers than
     # the official code does. fp16/bf16 for a scorer whose official code runs fp32 is the user's choice
     # (`precision:`), with the figures bench/precision.py measured stated in `scoreaudit scorers`.
-    AUTO_PRECISION: dict[str, str] = {}
+    AUTO_PRECISION: ClassVar[dict[str, str]] = {}
 
     def __init__(self, params, device: str = "cpu", precision: str = "auto") -> None:
         _require(*self._modules)
-        from scoreaudit.plugins.scorers.model_torch import resolve_device, resolve_precision  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_torch import resolve_device, resolve_precision
 
         self.params = params
         self.device = resolve_device(device)
@@ -106,7 +107,7 @@ class _ModelScorer:
 
         For comparing precisions on one load (bench/precision.py, tests); a run sets it once.
         """
-        from scoreaudit.plugins.scorers.model_torch import resolve_precision  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_torch import resolve_precision
 
         self.precision = resolve_precision(self.device, name, None)
         getattr(self.impl, "clip", self.impl).precision = self.precision
@@ -223,7 +224,7 @@ class LaionAesthetic(_ModelScorer):
 
     _modules = ("torch", "open_clip")
     # The official inference code loads CLIP with OpenAI's clip.load, which casts it to fp16 on a GPU.
-    AUTO_PRECISION = {"cuda": "fp16"}
+    AUTO_PRECISION: ClassVar[dict[str, str]] = {"cuda": "fp16"}
 
     @classmethod
     def locate(cls, params) -> Located:
@@ -247,7 +248,7 @@ class LaionAesthetic(_ModelScorer):
                 NeededFile(LAION_CLIP_REPO, OPEN_CLIP_WEIGHT_NAMES, "OpenAI CLIP ViT-L/14 (open_clip)", "about 1.7 GB")]
 
     def build(self):
-        from scoreaudit.plugins.scorers.model_openclip import LaionImpl  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_openclip import LaionImpl
 
         return LaionImpl(self.files, self.device, self.precision, LAION_ARCH, LAION_TAG, self.batch_size)
 
@@ -324,7 +325,7 @@ class PickScore(_ModelScorer):
         return {n: d / n for n in ("config.json", *HF_WEIGHT_NAMES) if (d / n).is_file()}
 
     def build(self):
-        from scoreaudit.plugins.scorers.model_pickscore import PickScoreImpl  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_pickscore import PickScoreImpl
 
         return PickScoreImpl(self.files, self.device, self.precision, self.batch_size)
 
@@ -386,7 +387,7 @@ class ImageReward(_ModelScorer):
         return {"checkpoint": self.files["checkpoint"], "med_config": self.files["med_config"]}
 
     def build(self):
-        from scoreaudit.plugins.scorers.model_blip import ImageRewardImpl  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_blip import ImageRewardImpl
 
         return ImageRewardImpl(self.files, self.device, self.precision, self.batch_size)
 
@@ -417,7 +418,7 @@ class Hpsv2(_ModelScorer):
 
     _modules = ("torch", "open_clip")
     # The official hpsv2.score runs the model under torch.cuda.amp.autocast() (fp16) on a GPU.
-    AUTO_PRECISION = {"cuda": "fp16"}
+    AUTO_PRECISION: ClassVar[dict[str, str]] = {"cuda": "fp16"}
 
     @classmethod
     def locate(cls, params) -> Located:
@@ -431,7 +432,7 @@ class Hpsv2(_ModelScorer):
                            "about 2 GB")]
 
     def build(self):
-        from scoreaudit.plugins.scorers.model_openclip import HpsImpl  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_openclip import HpsImpl
 
         return HpsImpl(self.files, self.device, self.precision, HPS_ARCH, self.batch_size)
 
@@ -457,7 +458,7 @@ KNOWN_OPEN_CLIP_HUB = {
 
 
 def _hub_from_open_clip(model: str, tag: str) -> str | None:
-    import open_clip  # noqa: PLC0415 - only while building, never in readiness
+    import open_clip  # only while building, never in readiness
 
     cfg = open_clip.get_pretrained_cfg(model, tag) or {}
     hub = cfg.get("hf_hub", "")
@@ -560,10 +561,10 @@ class ClipScore(_ModelScorer):
         return [NeededFile(repo, OPEN_CLIP_WEIGHT_NAMES, f"{model} ({params.pretrained}) weights", about)]
 
     def build(self):
-        from scoreaudit.plugins.scorers.model_openclip import ClipScoreImpl  # noqa: PLC0415
+        from scoreaudit.plugins.scorers.model_openclip import ClipScoreImpl
 
         arch = self.params.model
         return ClipScoreImpl(self.files, self.device, self.precision, arch, self.params.pretrained, self.batch_size)
 
 
-__all__ = ["LaionAesthetic", "PickScore", "ImageReward", "Hpsv2", "ClipScore", "find_in_hf_cache"]
+__all__ = ["ClipScore", "Hpsv2", "ImageReward", "LaionAesthetic", "PickScore", "find_in_hf_cache"]
