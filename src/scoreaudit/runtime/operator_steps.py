@@ -26,19 +26,20 @@ operator does no work on the arm.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from scoreaudit.compiler.doses import dose_key
 from scoreaudit.compiler.ir import ArmIR, OperatorIR
+from scoreaudit.keys import StepKey, hash_array, step_key
 from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.runtime.images import ImageRecord
-from scoreaudit.keys import StepKey, hash_array, step_key
 from scoreaudit.runtime.measure_steps import MeasureSpec, as_float, compute_measure
 from scoreaudit.runtime.region_steps import Masks
-from scoreaudit.runtime.scoring import ScorerSlot, ScoreRequest, make_item
+from scoreaudit.runtime.scoring import ScoreRequest, ScorerSlot, make_item
 from scoreaudit.runtime.steps import Lookup, RunContext
 
 
@@ -101,7 +102,7 @@ class OperatorSteps:
                 plugin = self.ctx.plugin("operator", op.call.plugin, dict(op.call.params))
                 mask = img.masks.masks.get(op.region) if op.region else None
                 outs = list(plugin.sweep(img.image, mask, list(doses), self.ctx.seed))
-        except Exception as exc:  # one image the operator cannot handle: excluded, not a crash
+        except Exception as exc:  # noqa: BLE001 - one image the operator cannot handle: excluded, not a crash
             raise OperatorFailure(f"operator '{op.name}' failed: {type(exc).__name__}: {exc}") from None
         if len(outs) != len(doses):
             raise OperatorFailure(f"operator '{op.name}' returned {len(outs)} variants for {len(doses)} doses")
@@ -199,7 +200,7 @@ class OperatorSteps:
         for slot in self.slots:
             reqs = [(i, d, r) for i, d, r in requests[slot.name] if i not in lost]
             results = slot.score([r for _, _, r in reqs])
-            for (i, d, r), res in zip(reqs, results):
+            for (i, d, _r), res in zip(reqs, results):
                 self._score_row(arm, imgs[i], slot, d, res)
             for i, d, _ in requests[slot.name]:
                 if i in lost:
@@ -220,7 +221,10 @@ class OperatorSteps:
                 deltas = self._deltas(img, i, d, values)
                 item = make_item(img.record, op.name, d, (d - ident) / self.tmax, self.placebo, deltas)
                 chash = vlook.get(vsteps[i, d].key)["content_hash"]
-                getter = (lambda i=i, d=d: pixels[i, d].image)
+
+                def getter(i=i, d=d):
+                    return pixels[i, d].image
+
                 tensor = (lambda i=i, d=d: pixels[i, d].tensor) if img.dev is not None else None
                 for slot in self.slots:
                     req = slot.request(img.record, chash, slot.prompt_for(arm, img.record), item, getter,
