@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -116,7 +117,7 @@ class RemoteGenerator:
 
     WINDOW_BATCHES = 2
 
-    def __init__(self, conn: "RayConnection", arm: str, params: dict, folder: Any, device: str, dtype: str) -> None:
+    def __init__(self, conn: RayConnection, arm: str, params: dict, folder: Any, device: str, dtype: str) -> None:
         self.conn, self.arm, self.params = conn, arm, params
         self.folder, self.device, self.dtype = folder, device, dtype
 
@@ -214,10 +215,8 @@ class RayConnection:
     def release_generators(self) -> None:
         """Kill the generation actors (their GPU memory is the scorers' next)."""
         for a in self.generators.values():
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 self.ray.kill(a)
-            except Exception:  # already gone
-                pass
         self.generators.clear()
 
     def close(self) -> None:
