@@ -36,9 +36,10 @@ import io
 import sqlite3
 import struct
 import zlib
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def unseal(codec: str, blob: bytes) -> Any:
         blob = blob[_SUM_BYTES:]
     try:
         return decode(codec, blob)
-    except Exception as exc:  # zlib.error, struct.error, JSON, npy header: a damaged legacy value
+    except Exception as exc:  # noqa: BLE001 - zlib.error, struct.error, JSON, npy header: a damaged legacy value
         raise CorruptValue(f"{type(exc).__name__}: {exc}") from None
 
 
@@ -196,7 +197,7 @@ def inflate_npy(blob: bytes, cap: int = MAX_ARRAY_BYTES) -> bytes:
         major, _minor = np.lib.format.read_magic(buf)
         shape, _fortran, dtype = (np.lib.format.read_array_header_1_0 if major == 1
                                   else np.lib.format.read_array_header_2_0)(buf)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for a malformed header
         raise ValueError(f"not an array header ({exc})") from None
     if dtype.hasobject:
         raise ValueError("an object array (it would need pickle)")
@@ -375,7 +376,7 @@ class Cache:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "Cache":
+    def __enter__(self) -> Cache:
         return self
 
     def __exit__(self, *exc) -> None:
