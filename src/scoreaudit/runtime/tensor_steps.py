@@ -22,7 +22,8 @@ torch is imported inside functions only: the core never imports it.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ def resolve_tensor_path(choice: str, device: str, executor: str = "local") -> tu
 class DeviceVariant:
     """One operator output on the tensor path: the device tensor, its info, a host copy made at most once."""
 
-    __slots__ = ("_tensor", "_host", "info", "device", "_floats")
+    __slots__ = ("_floats", "_host", "_tensor", "device", "info")
 
     def __init__(self, tensor: Any = None, info: Mapping[str, Any] | None = None, host: np.ndarray | None = None,
                  device: str = "cpu"):
@@ -197,12 +198,12 @@ def compute_many(ctx, jobs: Sequence[tuple]) -> list[Any]:
     if idx:
         try:
             got = _floats([out[k] for k in idx])
-        except Exception as exc:  # a device error surfacing only now: each value on its own
+        except Exception as exc:  # noqa: BLE001 - a device error surfacing only now: each value on its own
             got = []
             for k in idx:
                 try:
                     got.append(float(out[k]))
-                except Exception:
+                except Exception:  # noqa: BLE001 - this value is the failure: recorded, not raised
                     spec = jobs[k][0]
                     got.append({"failure": f"{spec.role} '{spec.name}' failed: {type(exc).__name__}: {exc}"})
         for k, v in zip(idx, got):
@@ -240,7 +241,7 @@ def _compute(ctx, spec, img, variant: DeviceVariant | None, operator_region: str
                                    operator_mask=dev.masks.get(operator_region) if operator_region else None,
                                    info=info, dose=dose, identity=identity)
         value = tm.compute(tctx)
-    except Exception as exc:  # a plugin bug or unusable input: excluded, never a crash (as the reference)
+    except Exception as exc:  # noqa: BLE001 - a plugin bug or unusable input: excluded, never a crash (as the reference)
         return {"failure": f"{spec.role} '{spec.name}' failed: {type(exc).__name__}: {exc}"}
     import torch
 
