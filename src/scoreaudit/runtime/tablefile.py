@@ -13,15 +13,16 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
-
-from scoreaudit.safeio import UnsafePath, inside as _safe_inside, read_regular
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import polars as pl
+
+from scoreaudit.safeio import UnsafePath, inside as _safe_inside, read_regular
 
 TEXT = pd.Series(["x"]).dtype  # this pandas' default text dtype (str on pandas 3, object before)
 
@@ -30,7 +31,7 @@ def _text(value: Any) -> tuple[str | None, str | None]:
     """(text, problem): a key cell as text; None text for a missing cell."""
     if value is None:
         return None, None
-    if isinstance(value, bool) or isinstance(value, (list, dict)):
+    if isinstance(value, (bool, list, dict)):
         return None, f"is not a text value ({json.dumps(value)})"
     if isinstance(value, (float, np.floating)):
         if math.isnan(value):
@@ -195,7 +196,7 @@ class Columns:
     where something is wrong.
     """
 
-    frame: "pl.DataFrame"
+    frame: pl.DataFrame
     sha256: str
     format: str
 
@@ -229,7 +230,7 @@ def read_columns(path: str | Path, shown: str | None = None, root: str | Path | 
             frame = pl.from_arrow(pq.read_table(io.BytesIO(data)), rechunk=False)  # the bytes read once, checked
         else:
             frame = delimited_frame(data, "\t" if fmt == "tsv" else ",")
-    except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
+    except Exception as exc:  # noqa: BLE001 - pandas/pyarrow parse errors: the user's file is malformed
         raise TableError(f"cannot read {shown} as {fmt}: {exc}", FORMAT_HELP) from None
     if isinstance(frame, pl.Series):  # pragma: no cover - a table always gives a frame
         frame = frame.to_frame()
@@ -257,7 +258,7 @@ def read_records(path: str | Path, shown: str | None = None, root: str | Path | 
             cols = _columns_of(rows)
     except TableError:
         raise
-    except Exception as exc:  # pandas/pyarrow parse errors: the user's file is malformed
+    except Exception as exc:  # noqa: BLE001 - pandas/pyarrow parse errors: the user's file is malformed
         raise TableError(f"cannot read {shown} as {fmt}: {exc}", FORMAT_HELP) from None
     return Records(tuple(cols), tuple(rows), digest, fmt)
 
