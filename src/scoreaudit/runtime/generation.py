@@ -22,9 +22,10 @@ import re
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from scoreaudit import registry
 from scoreaudit.compiler.ir import ArmIR, AuditIR, PluginCall
@@ -182,7 +183,7 @@ def find_pipeline(arm: str, params: dict, spec_dir: Path, kind: str = "arm") -> 
 
         folder = Path(snapshot_download(name, revision=params.get("revision"), local_files_only=True,
                                         cache_dir=str(hf_cache_dir())))
-    except Exception as exc:  # not cached (LocalEntryNotFoundError), bad id (HFValidationError)
+    except Exception as exc:  # noqa: BLE001 - not cached (LocalEntryNotFoundError), bad id (HFValidationError)
         raise PipelineMissing(
             f"{who}: pipeline '{name}' is neither a folder under the spec's folder nor in the Hugging Face "
             f"cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it beforehand with "
@@ -245,8 +246,8 @@ class Generator:
 
     def _load(self):
         try:
-            import torch
             import diffusers
+            import torch
         except ImportError as exc:
             raise GenerationUnavailable(f"{self.kind} '{self.arm}': generated arms and probes need the generate "
                                         f"extra ({exc.name}): "
@@ -356,7 +357,7 @@ def store_status(arm: ArmIR, *, spec_dir: Path, store: Path, device: str, allow_
     when they cannot be known here (pipeline or prompts missing). Reads file metadata only (a local
     pipeline folder's files are hashed, as `run` does); `scoreaudit plan --cache` shows it."""
     try:
-        folder, identity = locate_pipeline(arm.name, dict(arm.call.params), spec_dir)
+        _folder, identity = locate_pipeline(arm.name, dict(arm.call.params), spec_dir)
         jobs = jobs_for(arm, spec_dir, identity, _dtype_name(arm.call.params, device), allow_outside)
     except (GenerationUnavailable, DiagnosticError):
         return None
