@@ -39,9 +39,10 @@ from __future__ import annotations
 import os
 import stat
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -471,10 +472,7 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
     max_pixels = int(p.get("max_pixels") or 89_478_485)
     manifest_rel = p.get("manifest")
     manifest_path = spec_dir / manifest_rel if manifest_rel else None
-    if arm.source == "pairs":
-        base_dir = manifest_path.parent
-    else:
-        base_dir = spec_dir / p["folder"]
+    base_dir = manifest_path.parent if arm.source == "pairs" else spec_dir / p["folder"]
     shown_manifest = _display(manifest_path, spec_dir) if manifest_path else None
     col = _Collector(arm.name, shown_manifest or _display(base_dir, spec_dir), policy)
     probed: dict[str, tuple[int, int]] = {}
@@ -520,7 +518,7 @@ def load_manifest(arm, spec_dir: str | Path, *, columns: Sequence[str] = (), on_
                       f"manifest '{shown_manifest}' of arm '{arm.name}' {exc.what}",
                       help="move the data under the spec's folder, or run with --allow-outside")
             return result()
-        except Exception as exc:  # polars/pyarrow parse errors: the user's file is malformed
+        except Exception as exc:  # noqa: BLE001 - polars/pyarrow parse errors: the user's file is malformed
             col.error("E0707" if "leaves the project folder" in str(exc) else "E0701",  # a JSON one swapped out
                       f"cannot read manifest '{shown_manifest}': {exc}",
                       help="the manifest must be a CSV/TSV file with a header row, a parquet file, "
