@@ -11,16 +11,17 @@ exclusion (stage "measure") with value NaN; an undefined value is NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from scoreaudit.compiler.ir import AuditIR
+from scoreaudit.keys import StepKey, step_key
 from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.columns import ref_fields
-from scoreaudit.keys import StepKey, step_key
 from scoreaudit.runtime.steps import RunContext
 
 BUILTIN_LEAKAGE = "leakage"
@@ -67,7 +68,7 @@ def compute_measure(ctx: RunContext, spec: MeasureSpec, mctx: MeasureContext) ->
     plugin = ctx.plugin(spec.registry, spec.plugin, dict(spec.params))
     try:
         value = float(plugin.compute(mctx))
-    except Exception as exc:  # a plugin bug or unusable input: excluded, never a crash
+    except Exception as exc:  # noqa: BLE001 - a plugin bug or unusable input: excluded, never a crash
         return {"failure": f"{spec.role} '{spec.name}' failed: {type(exc).__name__}: {exc}"}
     return value if math.isfinite(value) or math.isnan(value) else float("nan")
 
