@@ -16,19 +16,20 @@ run.json can name the weights even when nothing was scored this time.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from scoreaudit.compiler.ir import ArmIR, ScorerIR
+from scoreaudit.keys import StepKey, step_key
 from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem
 from scoreaudit.registry import load_plugins, scorers as scorer_registry
 from scoreaudit.runtime.columns import prompt_column
 from scoreaudit.runtime.images import ImageRecord
-from scoreaudit.keys import StepKey, step_key
 from scoreaudit.runtime.scorers import resolve_paths
 from scoreaudit.runtime.steps import Lookup, RunContext
 
@@ -73,7 +74,7 @@ def weights_identity(entry: Any, params: dict) -> dict | None:
         return None
     try:
         located = locate(entry.params.model_validate(params))
-    except Exception:  # incomplete arguments, missing extra: the scorer's factory reports it
+    except Exception:  # noqa: BLE001 - incomplete arguments, missing extra: the scorer's factory reports it
         return None
     if not getattr(located, "ready", False):
         return None
