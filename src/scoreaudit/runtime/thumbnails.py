@@ -115,7 +115,7 @@ def make_thumbnails(ir, spec_path: str | Path, root: Path | None = None, size: i
         mask = masks.get(op.region) if op.region else None
         try:
             variants = plugin.sweep(decoded.image, mask, doses, int(ir.settings.seed))
-        except Exception:  # a picture is a courtesy: an operator that fails here failed the run already
+        except Exception:  # noqa: BLE001 - a picture is a courtesy: an operator that fails here failed the run already
             continue
         out[name] = {"arm": arm.name, "image_id": decoded.record.image_id, "region": op.region,
                      "identity": float(op.identity),
