@@ -15,7 +15,6 @@ import numpy as np
 
 from scoreaudit.plugins.base import ScorerUnavailable
 
-
 # config, tokenizer, image processor and weights: what `weights --download` fetches
 CLIP_FILES = ("*.json", "*.txt", "*.safetensors")
 
@@ -46,7 +45,7 @@ def locate_clip(model: str, base_dir: Path | None) -> Path:
             from scoreaudit.plugins.scorers.model_weights import hf_cache_dir, hf_include_line
 
             folder = Path(snapshot_download(model, local_files_only=True, cache_dir=str(hf_cache_dir())))
-        except Exception as exc:  # not cached, bad id, no huggingface_hub
+        except Exception as exc:  # noqa: BLE001 - not cached, bad id, no huggingface_hub
             raise ClipMissing(
                 f"clip_attribute: the CLIP model '{model}' is neither a folder under the spec's folder nor in the "
                 f"Hugging Face cache ({type(exc).__name__}); nothing is downloaded at run time: fetch it with "
