@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from scoreaudit.registry import ColumnValue, Params, Ref, arms
+from scoreaudit.registry import Params, Ref, arms
 
 Column = Annotated[str, Ref("column")]
 
 
 class ImagesParams(Params):
     folder: str
-    manifest: Optional[str] = None  # CSV, parquet, JSON lines or JSON list; None: every image file in the folder
+    manifest: str | None = None  # CSV, parquet, JSON lines or JSON list; None: every image file in the folder
     kind: Literal["real", "synthetic"] = "synthetic"
-    cluster: Optional[Column] = None
-    strata: Optional[Column | list[Column]] = None
-    factors: list[Column] = []
+    cluster: Column | None = None
+    strata: Column | list[Column] | None = None
+    factors: list[Column] = []  # noqa: RUF012 - a pydantic field: each model gets its own copy
     id: Column = "id"
     path: Column = "path"
-    prompt: Optional[Column] = None
-    on_error: Optional[Literal["skip", "fail"]] = None
+    prompt: Column | None = None
+    on_error: Literal["skip", "fail"] | None = None
     max_pixels: int = 89_478_485  # decompression-bomb guard (Pillow's default)
     # Long tables of precomputed results (spec/precomputed.md), relative to the spec's folder.
-    scores: Optional[str] = None  # id, operator, dose, scorer, score
-    measures: Optional[str] = None  # id, operator, dose, measure, value
+    scores: str | None = None  # id, operator, dose, scorer, score
+    measures: str | None = None  # id, operator, dose, measure, value
 
 
 @arms.register("images", params=ImagesParams, version="1", positional=("folder",))
@@ -41,14 +41,14 @@ class PairsParams(Params):
     manifest: str
     preferred: Column
     other: Column
-    prompt: Optional[Column] = None
+    prompt: Column | None = None
     id: Column = "id"
     kind: Literal["real", "synthetic"] = "synthetic"
-    cluster: Optional[Column] = None
-    on_error: Optional[Literal["skip", "fail"]] = None
+    cluster: Column | None = None
+    on_error: Literal["skip", "fail"] | None = None
     # Long table of precomputed scores (spec/precomputed.md), relative to the spec's folder.
-    scores: Optional[str] = None
-    measures: Optional[str] = None  # accepted for symmetry; pairs arms have no operators to measure
+    scores: str | None = None
+    measures: str | None = None  # accepted for symmetry; pairs arms have no operators to measure
     # false: the pairs have no image files; every scorer used on the arm must be precomputed
     # (manifest columns or a scores table). `preferred`/`other` then only name the two sides.
     images: bool = True
@@ -108,16 +108,16 @@ class GenerateParams(Params):
     steps: int = Field(30, ge=1, le=1000)
     guidance: Guidance = 7.0
     size: ImageSize = 512  # one number (square) or [height, width]
-    scheduler: Optional[str] = None  # a diffusers scheduler class name; None: the pipeline's own
-    negative_prompt: Optional[str] = None
+    scheduler: str | None = None  # a diffusers scheduler class name; None: the pipeline's own
+    negative_prompt: str | None = None
     # The prompt the images are scored with: None = the generation prompt; else a text whose `{factor}`
     # placeholders are filled with each image's template levels (e.g. the template without `{gender}`).
-    score_prompt: Optional[str] = None
-    revision: Optional[str] = None  # a Hugging Face revision (a cached snapshot)
+    score_prompt: str | None = None
+    revision: str | None = None  # a Hugging Face revision (a cached snapshot)
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     batch_size: int = Field(1, ge=1, le=256)
     kind: Literal["real", "synthetic"] = "synthetic"
-    on_error: Optional[Literal["skip", "fail"]] = None
+    on_error: Literal["skip", "fail"] | None = None
 
 
 @arms.register("generate", params=GenerateParams, version="1", positional=("pipeline",), source="generate",
