@@ -8,7 +8,7 @@ calls the compiler binds like any other. Estimators: `scoreaudit.stats.compariso
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from scoreaudit.plugins.statistics import statistic
 from scoreaudit.registry import Params, Ref
@@ -56,11 +56,11 @@ def share():
 class AgreementParams(Params):
     label: Column
     metric: Literal["accuracy", "f1", "auroc", "kappa"] = "accuracy"
-    missing: Optional[Union[float, str]] = None  # a sentinel label value that means "no label"
-    prompt: Optional[str] = None  # which prompt's scores, for precomputed pairs with several
+    missing: float | str | None = None  # a sentinel label value that means "no label"
+    prompt: str | None = None  # which prompt's scores, for precomputed pairs with several
     # images arms: the score's cut point(s) that make the call (one: 0/1; ascending list: classes 0..K−1)
-    threshold: Optional[Union[float, list[float]]] = None
-    weights: Optional[Literal["linear", "quadratic"]] = None  # kappa's disagreement weights (ordered classes)
+    threshold: float | list[float] | None = None
+    weights: Literal["linear", "quadratic"] | None = None  # kappa's disagreement weights (ordered classes)
 
 
 @statistic("agreement", params=AgreementParams, needs=(), unit="share", null=None, sign="unsigned",
