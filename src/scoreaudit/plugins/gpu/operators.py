@@ -18,7 +18,7 @@ libjpeg encoder/decoder (nvJPEG on CUDA), whose 4:2:0 encoding is OpenCV's.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
