@@ -11,14 +11,14 @@ operators and measures.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from scoreaudit.plugins.gpu import measures as tmeasures
-from scoreaudit.plugins.gpu import operators as toperators
+from scoreaudit.plugins.gpu import measures as tmeasures, operators as toperators
 
 
 @dataclass
@@ -29,7 +29,7 @@ class DeviceImage:
 
     @classmethod
     def upload(cls, image: np.ndarray, masks: Mapping[str, np.ndarray], device: str | torch.device,
-               content_hash: str | None = None) -> "DeviceImage":
+               content_hash: str | None = None) -> DeviceImage:
         from scoreaudit.plugins.base import content_hash as hash_of
 
         h = content_hash or hash_of(image)
