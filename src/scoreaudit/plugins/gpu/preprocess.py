@@ -10,7 +10,7 @@ pixels (tests/gpu hold it to 1/255). HPSv2's float pipeline is the reference's e
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
