@@ -15,8 +15,9 @@ with `register_detector("NAME", requires=(...), extra="...", labels=(...))` on a
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
