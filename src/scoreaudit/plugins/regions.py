@@ -11,7 +11,7 @@ which the executor turns into an exclusion.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
@@ -99,7 +99,7 @@ class Face:
 
 
 class SkinParams(Params):
-    within: Optional[Annotated[str, Ref("region")]] = None
+    within: Annotated[str, Ref("region")] | None = None
 
 
 @regions.register("skin", params=SkinParams, version="1", positional=("within",))
