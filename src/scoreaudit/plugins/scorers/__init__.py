@@ -1,3 +1,3 @@
 """Scorers: embedded offline ones, planted ones, model ones (the `models` extra)."""
 
-from scoreaudit.plugins.scorers import classical, planted, models, precomputed, niqe  # noqa: F401
+from scoreaudit.plugins.scorers import classical, models, niqe, planted, precomputed  # noqa: F401
