@@ -8,7 +8,7 @@ mixed shapes is scored per shape group.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
