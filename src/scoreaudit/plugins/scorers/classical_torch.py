@@ -13,7 +13,7 @@ this module imports nothing of it (one direction of import).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
