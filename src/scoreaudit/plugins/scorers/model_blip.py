@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import torch
@@ -282,7 +282,7 @@ def med_config(path: Path, encoder_width: int) -> dict:
 
 def load_tokenizer(folder: Path):
     """BertTokenizer('bert-base-uncased') plus BLIP's [DEC] and [ENC] tokens (blip.init_tokenizer)."""
-    from transformers import BertTokenizer  # noqa: PLC0415
+    from transformers import BertTokenizer
 
     try:
         tok = BertTokenizer.from_pretrained(str(folder), local_files_only=True)
