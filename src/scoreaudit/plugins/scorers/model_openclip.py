@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
 
 def _open_clip():
     try:
-        import open_clip  # noqa: PLC0415
+        import open_clip
     except ImportError as e:
         raise ScorerUnavailable(f"open_clip is not importable ({e}); install the models extra: pip install 'scoreaudit[models]'") from None
     return open_clip
@@ -283,4 +283,4 @@ class ClipScoreImpl:
         return 100.0 * (img * text[torch.tensor(idx, device=text.device)]).sum(-1).clamp(min=0)
 
 
-__all__ = ["LaionImpl", "HpsImpl", "ClipScoreImpl", "resolve_device", "resolve_precision"]
+__all__ = ["ClipScoreImpl", "HpsImpl", "LaionImpl", "resolve_device", "resolve_precision"]
