@@ -46,7 +46,7 @@ def hf_clip_preprocess(folder: Path) -> Preprocess:
 
 
 def _from_pretrained(cls, folder: Path, **kw):
-    import transformers  # noqa: PLC0415
+    import transformers
 
     major = int(transformers.__version__.split(".")[0])
     kw["dtype" if major >= 5 else "torch_dtype"] = torch.float32
@@ -55,7 +55,7 @@ def _from_pretrained(cls, folder: Path, **kw):
 
 class PickScoreImpl:
     def __init__(self, files: dict, device: str, precision: Precision, batch_size: int):
-        from transformers import AutoTokenizer, CLIPModel  # noqa: PLC0415
+        from transformers import AutoTokenizer, CLIPModel
 
         model_dir, proc_dir = files["model"], files["processor"]
         try:
