@@ -7,7 +7,7 @@ name into the autocast context the forwards run in.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from scoreaudit.plugins.base import ScorerUnavailable
 
