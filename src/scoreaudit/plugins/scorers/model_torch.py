@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Hashable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import torch
@@ -52,7 +53,7 @@ class Precision:
             return contextlib.nullcontext()
         return torch.autocast(self.device_type, dtype=AUTOCAST_DTYPES[self.name])
 
-    def for_gradients(self) -> "Precision":
+    def for_gradients(self) -> Precision:
         """The precision of the differentiable path (`score_tensor`, the probes): fp16 becomes bf16.
 
         fp16 gradients underflow without loss scaling, which a score function cannot apply for its
@@ -160,10 +161,7 @@ class Preprocess:
         if not self.round_uint8:
             x = self._resize(x.to(device).float(), nh, nw)
         elif (nh, nw) != (h, w):
-            if uint8_kernel:
-                x = self._resize(x, nh, nw)
-            else:
-                x = torch.round(self._resize(x.float(), nh, nw)).clamp(0, 255)
+            x = self._resize(x, nh, nw) if uint8_kernel else torch.round(self._resize(x.float(), nh, nw)).clamp(0, 255)
         x = self._centre_crop(x).to(device)
         a, b = self._affine(x.device)
         return torch.addcmul(b, x.float(), a)
@@ -225,7 +223,7 @@ class Preprocess:
         are, after one move to `device` (a no-op when they are already there).
         """
         if len(images) and isinstance(images[0], torch.Tensor):
-            from scoreaudit.plugins.gpu.preprocess import batch as device_batch  # noqa: PLC0415
+            from scoreaudit.plugins.gpu.preprocess import batch as device_batch
 
             return device_batch(self, [im.to(device) for im in images], dtype)
         arrs = [self._as_rgb(im) for im in images]
