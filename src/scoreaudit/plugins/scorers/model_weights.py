@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -68,7 +68,7 @@ def find_in_hf_cache(repo: str, filename: str, revision: str = "main") -> Path |
     if not (cache / f"models--{repo.replace('/', '--')}").is_dir():
         return None  # huggingface_hub would find nothing either; not importing it keeps `check` light
     try:
-        from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - light, no torch
+        from huggingface_hub import try_to_load_from_cache  # light, no torch
     except ImportError:
         return None
     found = try_to_load_from_cache(repo, filename, cache_dir=str(cache), revision=revision)
@@ -301,11 +301,11 @@ def load_state_dict(path: Path, label: str) -> dict:
     A file that needs arbitrary unpickling is refused: loading it could run
     code. The message says how to convert it once, in a trusted session.
     """
-    import torch  # noqa: PLC0415
+    import torch
 
     path = Path(path)
     if path.suffix == ".safetensors":
-        from safetensors.torch import load_file  # noqa: PLC0415
+        from safetensors.torch import load_file
 
         try:
             return dict(load_file(str(path), device="cpu"))
@@ -314,7 +314,7 @@ def load_state_dict(path: Path, label: str) -> dict:
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001
-        import pickle  # noqa: PLC0415 - only to recognise the error type
+        import pickle  # only to recognise the error type
 
         if isinstance(e, pickle.UnpicklingError) or "weights_only" in str(e):
             raise WeightsError(
