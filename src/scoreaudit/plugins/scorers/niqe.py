@@ -37,12 +37,12 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 
-from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem, ScorerUnavailable
+from scoreaudit.plugins.base import ScoreItem, ScorerUnavailable, ScoreUnavailableForItem
 from scoreaudit.registry import NoParams, scorers
 
 PATCH = 96
