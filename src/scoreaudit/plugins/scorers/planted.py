@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Annotated, Any, Literal, Optional, Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -33,12 +34,12 @@ class PlantedParams(Params):
     noise: Annotated[float, Field(ge=0, le=1e6)] = 0.0
     seed: int = 0
     placebo: PlantedEffect = 1.0
-    slope_by: Optional[Annotated[str, Ref("measure")]] = None
+    slope_by: Annotated[str, Ref("measure")] | None = None
     slope: PlantedEffect = 0.0
-    factor: Optional[str] = None
-    level: Optional[str] = None
+    factor: str | None = None
+    level: str | None = None
     effect: PlantedEffect = 0.0
-    prefer: Optional[Literal["preferred", "other"]] = None
+    prefer: Literal["preferred", "other"] | None = None
 
 
 def hashed_normal(*key: Any) -> float:
@@ -113,9 +114,8 @@ class Planted:
                 if dm is None or not math.isfinite(float(dm)):
                     raise ValueError(f"measure {p.slope_by!r} is undefined for this image (planted slope_by)")
                 s += p.slope * float(dm)
-        if p.factor is not None and p.effect != 0.0:
-            if _level_text(item.row.get(p.factor)) == p.level:
-                s += p.effect
+        if p.factor is not None and p.effect != 0.0 and _level_text(item.row.get(p.factor)) == p.level:
+            s += p.effect
         if p.prefer is not None and item.side == p.prefer:
             s += 1.0
         if p.noise != 0.0:
