@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
 import numpy as np
 
-from scoreaudit.plugins.base import ScoreItem, ScoreUnavailableForItem, ScorerUnavailable
+from scoreaudit.plugins.base import ScoreItem, ScorerUnavailable, ScoreUnavailableForItem
 from scoreaudit.registry import Params, Ref, scorers
 
 Column = Annotated[str, Ref("column")]
 
 
 class PrecomputedParams(Params):
-    column: Optional[Column] = None
-    preferred: Optional[Column] = None
-    other: Optional[Column] = None
+    column: Column | None = None
+    preferred: Column | None = None
+    other: Column | None = None
 
 
 def parse_score(value: Any) -> float:
