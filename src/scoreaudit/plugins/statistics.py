@@ -64,7 +64,8 @@ This module imports nothing heavy: the compiler reads these entries without scip
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal, Optional, Union
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -78,8 +79,8 @@ REQUIRED = ("unit", "null", "sign", "reads", "estimator", "truth", "words")
 REPLICATES = ("always", "scale sd", "strata", "never")
 
 
-def statistic(name: str, *, params: type[Params] = NoParams, estimator: str, truth: Optional[str],
-              null: Optional[float], sign: str, reads: tuple[str, ...], words: str, unit: str,
+def statistic(name: str, *, params: type[Params] = NoParams, estimator: str, truth: str | None,
+              null: float | None, sign: str, reads: tuple[str, ...], words: str, unit: str,
               positional: tuple[str, ...] = (), returns: str = "number", scope: str = "arm",
               needs: tuple[str, ...] = (), version: str = "1", **extra: Any) -> Callable[[Any], Any]:
     """Declare a statistic (see the module docstring); checks the entry's own consistency."""
@@ -100,7 +101,7 @@ def statistic(name: str, *, params: type[Params] = NoParams, estimator: str, tru
                                reads=tuple(reads), estimator=estimator, truth=truth, words=words, **extra)
 
 
-def null_value(name: str) -> Optional[float]:
+def null_value(name: str) -> float | None:
     return statistics.get(name).meta.get("null")
 
 
@@ -114,7 +115,7 @@ FactorRef = Annotated[str, Ref("factor")]
 StratumRef = Annotated[str, Ref("stratum")]
 Column = Annotated[str, Ref("column")]
 StatisticRef = Annotated[Any, Ref("statistic")]
-Test = Optional[Literal["ttest", "wilcoxon", "bootstrap"]]
+Test = Literal["ttest", "wilcoxon", "bootstrap"] | None
 
 
 class OperatorStat(Params):
@@ -149,7 +150,7 @@ def asymmetry():
 
 class CurveParams(Params):
     operator: OperatorRef
-    dose: Optional[float] = None  # None: the dose farthest from the identity
+    dose: float | None = None  # None: the dose farthest from the identity
     test: Test = None
 
 
@@ -193,7 +194,7 @@ def placebo_ratio():
 class AttributeEffectParams(Params):
     operator: OperatorRef
     measure: MeasureRef
-    controlling: Optional[CovariateRef | list[CovariateRef]] = None
+    controlling: CovariateRef | list[CovariateRef] | None = None
 
 
 @statistic("attribute_effect", replicates="scale sd",
@@ -208,7 +209,7 @@ def attribute_effect():
 class ArtifactEffectParams(Params):
     operator: OperatorRef
     covariate: CovariateRef
-    measure: Optional[MeasureRef] = None
+    measure: MeasureRef | None = None
 
 
 @statistic("artifact_effect", replicates="scale sd",
@@ -271,7 +272,7 @@ def transfers():
 class HomogeneousParams(Params):
     statistic: StatisticRef = None
     by: StratumRef
-    margin: Optional[float] = Field(default=None, gt=0.0)
+    margin: float | None = Field(default=None, gt=0.0)
     test: Literal["auto", "kruskal", "anova", "friedman", "wald"] = "auto"
 
 
@@ -305,7 +306,7 @@ def monotonic():
 
 class FactorEffectParams(Params):
     factor: FactorRef
-    model: Optional[str] = None  # "race * gender"; None: the factor alone
+    model: str | None = None  # "race * gender"; None: the factor alone
 
 
 @statistic("factor_effect", params=FactorEffectParams, positional=("factor",),
@@ -403,7 +404,7 @@ for _name, _what in (("spearman", "Spearman rank"), ("pearson", "Pearson"), ("ke
 
 
 class PairParams(Params):
-    prompt: Optional[str] = None  # which prompt's scores, for precomputed pairs with several
+    prompt: str | None = None  # which prompt's scores, for precomputed pairs with several
 
 
 @statistic("pairwise_accuracy", params=PairParams, needs=("pairs",), unit="share", null=0.5, sign="unsigned",
@@ -485,7 +486,7 @@ def probe_shift():
     """
 
 
-Labels = Union[str, list[str]]  # one label, or a set of labels (`["black", "asian"]`: any of them)
+Labels = str | list[str]  # one label, or a set of labels (`["black", "asian"]`: any of them)
 
 
 class ProbeTransitionParams(Params):
