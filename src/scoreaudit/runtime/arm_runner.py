@@ -36,7 +36,7 @@ class LocalBackend:
 
     name = "local"
 
-    def batches(self, runner: "ArmRunner", arm: ArmIR, manifest: ManifestResult, batches: list[list],
+    def batches(self, runner: ArmRunner, arm: ArmIR, manifest: ManifestResult, batches: list[list],
                 images_arm: bool):
         """(batch, merge) pairs in order; `merge()` adds the batch's rows, log lines and cache entries."""
         for todo in batches:
