@@ -72,7 +72,7 @@ def cache_status(ir: AuditIR, plan: Any, *, spec_path: Path, cache_path: Path | 
             images[name] = [sum(1 for k in keys if k is not None and k.key in found), len(records)]
     finally:
         cache.close()
-    for name, (done, total) in stores["generated"].items():
+    for name, (_, total) in stores["generated"].items():
         images[name] = [0, total]
     steps = {}
     for s in plan.steps:
