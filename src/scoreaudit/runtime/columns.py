@@ -9,7 +9,8 @@ reports missing ones as E0702 diagnostics before any image is decoded or scored.
 from __future__ import annotations
 
 import typing
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from scoreaudit.compiler.ir import ORIGINAL, ArmIR, AuditIR, StatCallIR, readings_of
 from scoreaudit.registry import REGISTRIES, Ref, load_plugins
@@ -64,7 +65,7 @@ def columns_of_call(kind: str, plugin: str, params: dict[str, Any], skip: Iterab
     fields = column_fields(reg.get(plugin).params)
     skip = set(skip)
     out = []
-    for name, kind_ in fields.items():
+    for name in fields:
         if name in skip or name not in params:
             continue
         out.extend(_values(params[name]))
