@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Iterable
+from collections.abc import Iterable
 
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -15,7 +15,7 @@ class DeviceUnavailable(ScorerUnavailable):
 def _cuda_available() -> tuple[bool, str]:
     if importlib.util.find_spec("torch") is None:
         return False, "torch is not installed (pip install 'scoreaudit[models]')"
-    import torch  # noqa: PLC0415 - only when a plugin or the user asked for a GPU
+    import torch  # only when a plugin or the user asked for a GPU
 
     if not torch.cuda.is_available():
         return False, "torch reports no usable CUDA device (torch.cuda.is_available() is False)"
