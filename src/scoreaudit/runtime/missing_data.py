@@ -14,8 +14,9 @@ error at check (E0801), since nothing can be scored without it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from scoreaudit.diagnostics import Diagnostic
 
