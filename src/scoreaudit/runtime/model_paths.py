@@ -21,8 +21,8 @@ absolute, no `..`) is looked up in the cache only and is not a path.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from scoreaudit import registry
 from scoreaudit.diagnostics import Diagnostic, Span
