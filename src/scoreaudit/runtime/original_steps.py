@@ -9,8 +9,8 @@ covariates (cross-image selections rank images by them).
 from __future__ import annotations
 
 from scoreaudit.compiler.ir import ORIGINAL, ArmIR
-from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.keys import step_key
+from scoreaudit.plugins.base import MeasureContext
 from scoreaudit.runtime.measure_steps import MeasureSpec, as_float, compute_measure
 from scoreaudit.runtime.operator_steps import Img
 from scoreaudit.runtime.scoring import ScorerSlot, make_item
@@ -42,7 +42,7 @@ def original_measures(ctx: RunContext, arm: ArmIR, imgs: list[Img], specs: list[
             mctx = MeasureContext(original=img.image, variant=img.image, masks=img.masks.masks,
                                   operator_mask=None, info={}, dose=0.0, identity=0.0)
             look.done(st, compute_measure(ctx, s, mctx))
-    for (i, name), (s, st) in steps.items():
+    for (i, _name), (s, st) in steps.items():
         img = imgs[i]
         value = look.get(st.key)
         if isinstance(value, dict):
