@@ -7,9 +7,9 @@ vectorized (bench/tables.py measures them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,7 +54,7 @@ class TableSet:
     def frame(self, kind: str) -> pd.DataFrame:
         return self.scores if kind == "scores" else self.measures
 
-    def matched(self, ir: AuditIR, manifests: Mapping[str, Sequence[str]]) -> "TableSet":
+    def matched(self, ir: AuditIR, manifests: Mapping[str, Sequence[str]]) -> TableSet:
         """Only the rows this audit uses; the rest reported (W0801 ids, W0802 names/doses).
 
         `manifests` maps an arm to its image ids (pairs: `PAIR:preferred`,
