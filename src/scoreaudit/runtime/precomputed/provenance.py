@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from scoreaudit.compiler.ir import AuditIR
 from scoreaudit.runtime.precomputed.matching import TableSet
