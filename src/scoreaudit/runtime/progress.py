@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from scoreaudit.plainprogress import PlainLines, terminal as _terminal  # noqa: F401  (PlainLines re-exported)
+from scoreaudit.plainprogress import PlainLines, terminal as _terminal  # PlainLines re-exported
 from scoreaudit.termsafe import safe_text
 
 
@@ -27,15 +27,21 @@ class Progress:
         self._plain: PlainLines | None = None
         self._tasks: dict[str, Any] = {}
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.enabled and not _terminal(sys.stderr):
             self._plain = PlainLines()
         elif self.enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
-                                       TaskProgressColumn, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-            from rich.progress import ProgressColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress as RichProgress,
+                ProgressColumn,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
             from rich.text import Text
 
             class Rate(ProgressColumn):
