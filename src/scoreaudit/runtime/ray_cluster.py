@@ -11,7 +11,8 @@ import os
 import re
 import socket
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from scoreaudit.plugins.base import ScorerUnavailable
 
@@ -28,7 +29,7 @@ class RayUnavailable(ScorerUnavailable):
 
 def import_ray():
     try:
-        import ray  # noqa: PLC0415 - optional extra
+        import ray  # optional extra
     except ImportError:
         raise RayUnavailable(f"--executor ray needs Ray, which is not installed: {RAY_EXTRA}") from None
     return ray
