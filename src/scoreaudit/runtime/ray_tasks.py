@@ -3,7 +3,8 @@ and every effect (table rows, run-log lines, progress, new cache entries) return
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from scoreaudit.runtime.ray_cluster import import_ray, register_entries
 from scoreaudit.runtime.ray_scorers import ActorScorer
