@@ -11,15 +11,16 @@ reason, since it is as deterministic as a mask.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
+from scoreaudit.keys import hash_array, step_key
 from scoreaudit.runtime.columns import columns_of_call, region_calls
 from scoreaudit.runtime.images import Decoded, ImageFailure
-from scoreaudit.keys import hash_array, step_key
 from scoreaudit.runtime.steps import Lookup, RunContext
 from scoreaudit.safeio import file_problem, read_regular
 
