@@ -17,9 +17,10 @@ naming the region; the executor records it as an exclusion.
 from __future__ import annotations
 
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
