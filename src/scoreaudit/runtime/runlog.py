@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TextIO
-
-from typing import Any
+from typing import Any, TextIO
 
 
 def _one_line(text: str) -> str:
@@ -55,7 +53,7 @@ class RunLog:
         for kind, n in counts:
             self.counts[(kind, "cached")] += n
 
-    def flush(self) -> None:  # noqa: D102
+    def flush(self) -> None:
         self._fh.flush()
 
     def close(self) -> None:
