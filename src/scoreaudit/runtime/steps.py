@@ -9,14 +9,15 @@ stages them with their log line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from scoreaudit.compiler.ir import AuditIR
+from scoreaudit.keys import StepKey, canonical_json
 from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.cache import Cache
-from scoreaudit.keys import StepKey, canonical_json
 from scoreaudit.runtime.progress import Progress
 from scoreaudit.runtime.runlog import RunLog
 from scoreaudit.runtime.tables import Tables
