@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ def _icc_to_srgb(img):
         if img.mode == "LA":
             img = img.convert("RGBA")
         return ImageCms.profileToProfile(img, src, dst, outputMode=out_mode)
-    except Exception:  # a broken or exotic profile: keep the pixels as they are (taken as sRGB)
+    except Exception:  # noqa: BLE001 - a broken or exotic profile: keep the pixels as they are (taken as sRGB)
         return img
 
 
@@ -247,7 +248,7 @@ def decode_image(path: str | Path, max_pixels: int = 89_478_485, info: dict | No
         arr = convert(img)
     except ImageFailure:
         raise
-    except Exception as exc:  # an exotic mode Pillow cannot convert
+    except Exception as exc:  # noqa: BLE001 - an exotic mode Pillow cannot convert
         raise ImageFailure("decode", f"cannot convert image mode {img.mode!r} to RGB ({exc})") from None
     if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
         raise ImageFailure("decode", f"cannot convert image mode {img.mode!r} to 8-bit RGB")

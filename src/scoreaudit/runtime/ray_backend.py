@@ -47,6 +47,7 @@ module's `RayBackend`, the driver that submits the arm's batches and merges them
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from scoreaudit.runtime.ray_cluster import (
@@ -228,16 +229,10 @@ class RayBackend:
                 raise DiagnosticError(res["error"])
 
     def close(self) -> None:
-        for a in [*self.actors.values(), *self.probe_actors.values()]:
-            try:
+        for a in [*self.actors.values(), *self.probe_actors.values(), self.reader]:
+            with contextlib.suppress(Exception):  # already gone (Ray raises several kinds)
                 self.ray.kill(a)
-            except Exception:  # already gone
-                pass
         self.actors.clear()
         self.probe_actors.clear()
-        try:
-            self.ray.kill(self.reader)
-        except Exception:
-            pass
         if self.own:
             self.conn.close()
