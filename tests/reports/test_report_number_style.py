@@ -35,6 +35,9 @@ def test_verdict_details_state_leakage_in_the_report_style(demo_bundle):
         shown = re.search(r"mean leakage (\S+) of pixels outside the region (≤|>) (\S+)", detail)
         assert shown and shown.group(1) == numfmt.pct(value), detail
         assert shown.group(3) == "0.1%"  # the default max_leakage 0.001, as the spec writes it
+    checks = [c.get("detail") or "" for v in res["verdicts"] for c in v["conditions"]
+              if c.get("name") == "measurement validity" and " held" in (c.get("detail") or "")]
+    assert checks and all(">=" not in d and "\u2265" in d for d in checks), checks  # 'r2 = 0.998 ≥ 0.5 held'
 
 
 def test_penalty_reasons_use_the_report_minus():

@@ -21,6 +21,9 @@ from scoreaudit.compiler.doses import is_dose
 from scoreaudit.stats.context import StatContext
 
 
+_OPS = {">=": "\u2265", "<=": "\u2264", "!=": "\u2260"}  # as the report prints comparisons
+
+
 def _shown(x, style) -> str:
     """A check's number in the report's style (a yes/no check's value as 1 or 0)."""
     return str(int(x)) if isinstance(x, bool) else style(x)
@@ -103,7 +106,7 @@ def verdicts(ctx: StatContext, validations: list[dict]) -> list[dict]:
         else:
             parts = []
             for v in rows:
-                checks = ", ".join(f"{c['statistic']} = {_shown(c['value'], numfmt.num)} {c['op']} {_shown(c['threshold'], numfmt.plain)}"
+                checks = ", ".join(f"{c['statistic']} = {_shown(c['value'], numfmt.num)} {_OPS.get(c['op'], c['op'])} {_shown(c['threshold'], numfmt.plain)}"
                                    f" {'held' if c['held'] else 'failed'}" for c in v["checks"])
                 parts.append(f"on {v['arm']}: {checks}")
             val_detail = "; ".join(parts)

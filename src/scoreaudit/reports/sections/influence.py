@@ -55,7 +55,7 @@ def top_movers(ctx) -> dict[tuple[str, str, str], list[dict]]:
 
 _THUMB = Markup('<span class="mover"><span class="pair"><img src="data:image/jpeg;base64,{o}" alt="{id}, original" '
                 'width="{w}"><img src="data:image/jpeg;base64,{v}" alt="{id} at dose {dose}" width="{w}"></span>'
-                '<span class="cap">{id} {change} at {dose}</span></span>')
+                '<span class="cap">{id}: {change}<br>original | dose {dose}</span></span>')
 
 
 def movers_text(movers: list[dict]) -> Markup | str:
