@@ -18,6 +18,12 @@ run, measured in the same process minutes apart, are the figures to compare
     python bench/rerun.py [--size full|medium|small | --n N] [--batch 16] [--data DIR]
                           [--profile] [--keep]
 
+`--cli` times the whole command instead (`scoreaudit run SPEC --out OUT`, a fresh process each:
+imports, pipeline, statistics, the HTML and PDF report, the manifest), three runs into one
+bundle folder as a user re-runs: first (empty cache), nothing changed (target ≤ 5% of first),
+one hypothesis edited (target ≤ 10%); it checks that the unchanged re-run did not lay out the
+report again (render.json's keys, the PDF's bytes) and that the edit did.
+
 Sizes: full = 1,500 images (the issue's figure), medium = 300, small = 60.
 `--data DIR` reuses images drawn by an earlier run (`--keep` prints where they are);
 `--profile` prints where the stats-only re-run spends its time (cProfile).
@@ -78,6 +84,72 @@ def _timed_run(spec: Path, out: Path, cache: Path, profile: bool = False) -> tup
     return pipeline, stats, summary.counts["steps"], load
 
 
+def _cli_run(spec: Path, out: Path, src: Path | None = None) -> tuple[float, str]:
+    import subprocess
+
+    load = _load()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    t = time.perf_counter()
+    proc = subprocess.run([str(Path(sys.executable).with_name("scoreaudit")), "run", str(spec), "--out", str(out),
+                           "--device", "cpu", "--quiet"], capture_output=True, text=True, env=env)
+    took = time.perf_counter() - t
+    if proc.returncode not in (0, 4):  # 4: claims refuted (--fail-on), still a finished run
+        raise SystemExit(f"scoreaudit run exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return took, load
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in folder.rglob("*") if p.is_file()}
+
+
+def cli_bench(work: Path, spec: Path, source: str) -> int:
+    """The whole `scoreaudit run` command: first, nothing changed, one hypothesis edited."""
+    import json
+
+    out = work / "out"
+    # the tool's code as it is now, copied outside the checkout: on a shared tree another engineer's commit
+    # between two runs moves results.json's git commit (shown in the report) and rightly re-renders it
+    src = work / "tool" / "src"
+    shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+    first = _cli_run(spec, out, src)
+    rec1 = json.loads((out / "render.json").read_text(encoding="utf-8"))
+    pdf1 = (out / "report.pdf").read_bytes() if (out / "report.pdf").exists() else None
+    files1 = _hashes(out)
+    results1 = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    cached = _cli_run(spec, out, src)
+    rec2 = json.loads((out / "render.json").read_text(encoding="utf-8"))
+    pdf2 = (out / "report.pdf").read_bytes() if pdf1 is not None else None
+    moved = sorted(k for k, v in _hashes(out).items() if files1.get(k) != v and k not in ("run.log", "manifest.json"))
+    print(f"bundle files that differ after the unchanged re-run: {', '.join(moved) or 'none'}")
+    results2 = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    keys = sorted(k for k in set(results1) | set(results2) if results1.get(k) != results2.get(k))
+    if keys:
+        print(f"results.json keys that differ: {', '.join(keys)}")
+        for k in keys[:3]:
+            print(f"  {k}: {str(results1.get(k))[:300]} -> {str(results2.get(k))[:300]}")
+    edited = source.replace("abs(asymmetry(light)) < 0.1", "abs(asymmetry(light)) < 0.2")
+    assert edited != source, "the demo's H2 threshold moved: edit another hypothesis here"
+    spec.write_text(edited, encoding="utf-8")
+    hyp = _cli_run(spec, out, src)
+    rec3 = json.loads((out / "render.json").read_text(encoding="utf-8"))
+    reused = rec1 == rec2 and pdf1 == pdf2
+    rerendered = rec3.get("report.html", {}).get("key") != rec2.get("report.html", {}).get("key")
+    print(f"{'scoreaudit run':<16}{'wall s':>9}{'/ first':>9}{'load':>7}")
+    for name, r in (("first", first), ("nothing changed", cached), ("hypothesis edit", hyp)):
+        print(f"{name:<16}{r[0]:>9.2f}{r[0] / first[0]:>9.1%}{r[1]:>7}")
+    ok = cached[0] / first[0] <= 0.05 and hyp[0] / first[0] <= 0.10
+    print(f"nothing changed: {cached[0] / first[0]:.1%} of the first (target ≤ 5%); hypothesis edit: "
+          f"{hyp[0] / first[0]:.1%} (target ≤ 10%): {'PASS' if ok else 'FAIL'}")
+    print(f"unchanged re-run reused the report: {bool(rec1 == rec2)} (PDF bytes equal: {reused}); "
+          f"the edit rendered it again: {rerendered}")
+    return 0 if ok and rec1 == rec2 and rerendered else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=tuple(SIZES), default="full")
@@ -87,6 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=None, help="reuse the demo images in DIR (from --keep)")
     ap.add_argument("--profile", action="store_true", help="profile the stats-only re-run")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--cli", action="store_true", help="time the whole `scoreaudit run` command (module docstring)")
     args = ap.parse_args(argv)
     n = args.n or SIZES[args.size]
 
@@ -110,6 +183,8 @@ def main(argv=None) -> int:
         print(f"{n_images} images ({made:.1f} s to {'copy' if args.data else 'draw'}), batch_size {args.batch}, "
               f"cache {cache}", flush=True)
 
+        if args.cli:
+            return cli_bench(work, spec, source)
         first = _timed_run(spec, work / "out1", cache)
         cached = _timed_run(spec, work / "out2", cache)
         edited = source.replace("abs(asymmetry(light)) < 0.1", "abs(asymmetry(light)) < 0.2")

@@ -172,7 +172,8 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     if render_report:
         from scoreaudit.reports.render import render as _render
 
-        _render(work, update_manifest=False, progress=progress)  # the whole manifest is written next
+        # the whole manifest is written next; reports whose inputs did not change are copied from the old bundle
+        _render(work, update_manifest=False, progress=progress, previous=out if out.is_dir() else None)
     from scoreaudit.reports.manifest import write_manifest
 
     write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`

@@ -250,37 +250,82 @@ def wanted_formats(ctx: ReportContext, formats: Iterable[str] | None) -> list[st
 
 
 def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manifest: bool = True,
-           progress: bool = False) -> list[Path]:
+           progress: bool = False, previous: Path | None = None) -> list[Path]:
     """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks).
 
     `update_manifest`: record the reports' new hashes in manifest.json (a re-render); `run` passes False
     and writes the whole manifest itself right after. `progress`: a bar on a terminal (plain lines elsewhere)
-    per section and PDF stage, so a long render is never a blank screen."""
+    per section and PDF stage, so a long render is never a blank screen. Only what changed is rendered
+    (reports/render_cache.py): a report whose inputs' key matches render.json is kept, or copied from
+    `previous` (the bundle a re-run replaces)."""
     bundle_dir = Path(bundle_dir)
     ctx = ReportContext.load(bundle_dir)
-    from scoreaudit.plainprogress import stage_bar
+    from scoreaudit.reports import render_cache
 
     try:
         formats = wanted_formats(ctx, formats)
     except DATA_ERRORS as e:  # data of a shape the loader's check does not reach: one line, not a traceback
         raise unreadable(bundle_dir, e) from None
+    keys = render_cache.file_keys(bundle_dir)
+    wanted = ["report.html"] + (["report.pdf"] if "pdf" in formats else [])
+    kept = [n for n in wanted if render_cache.current(bundle_dir, n, keys[n])
+            or render_cache.adopt(previous, bundle_dir, n, keys[n])]
+    if kept == wanted:
+        if progress:
+            import sys
+
+            print(f"report: {' and '.join(kept)} unchanged (same inputs), not rendered again", file=sys.stderr)
+        if update_manifest and previous is not None:
+            from scoreaudit.reports.manifest import write_manifest
+
+            write_manifest(bundle_dir, only=[*kept, render_cache.RECORD])
+        if previous is not None:
+            render_cache.write_record(bundle_dir, keys, kept)
+        return [bundle_dir / n for n in wanted]
+    written_names = _render_missing(ctx, bundle_dir, wanted, kept, progress)
+    render_cache.write_record(bundle_dir, keys, written_names + [n for n in kept if n not in written_names])
+    from scoreaudit.reports.manifest import write_manifest
+
+    if update_manifest and write_manifest(bundle_dir, only=[*written_names, render_cache.RECORD]) is None:
+        import sys
+
+        from scoreaudit.termsafe import safe_text
+
+        print(f"warning: {safe_text(str(bundle_dir / 'manifest.json'))} is missing or not a valid manifest: it was not rewritten "
+              "(a re-render vouches only for the reports it writes), so `scoreaudit verify` will say so; "
+              "run the audit again for a bundle with a manifest", file=sys.stderr)
+    return [bundle_dir / n for n in wanted if n in written_names or n in kept]
+
+
+def _render_missing(ctx: ReportContext, bundle_dir: Path, wanted: list[str], kept: list[str],
+                    progress: bool) -> list[str]:
+    """Render the wanted reports not in `kept` (the PDF from the kept HTML when only it is missing)."""
+    from scoreaudit.plainprogress import stage_bar
+
+    formats = [n.split(".")[1] for n in wanted]
     # one step per section, one for report.html, two for the PDF (layout, writing)
-    bar = stage_bar(progress, "report", len(load_sections()) + 1 + (2 if "pdf" in formats else 0))
+    html_kept = "report.html" in kept
+    bar = stage_bar(progress, "report", (0 if html_kept else len(load_sections()) + 1)
+                    + (2 if "pdf" in formats else 0))
+    written: list[str] = []
     try:
-        try:
-            html = render_html(ctx, bar)
-        except DATA_ERRORS as e:
-            raise unreadable(bundle_dir, e) from None
         html_path = bundle_dir / "report.html"
-        if bar is not None:
-            bar.stage(f"writing report.html ({len(html) // 1024:,} kB)")
-        write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
-        if bar is not None:
-            bar.advance(1)
-        written = [html_path]
-        if "pdf" in formats:
+        if html_kept:
+            html = html_path.read_text(encoding="utf-8")
+        else:
             try:
-                written.append(write_pdf(html, bundle_dir / "report.pdf", bar))
+                html = render_html(ctx, bar)
+            except DATA_ERRORS as e:
+                raise unreadable(bundle_dir, e) from None
+            if bar is not None:
+                bar.stage(f"writing report.html ({len(html) // 1024:,} kB)")
+            write_atomic(html_path, html)  # temp file + rename: a link planted at report.html is replaced, not followed
+            if bar is not None:
+                bar.advance(1)
+            written.append("report.html")
+        if "pdf" in formats and "report.pdf" not in kept:
+            try:
+                written.append(write_pdf(html, bundle_dir / "report.pdf", bar).name)
             except PdfUnavailable as e:
                 import sys
 
@@ -290,16 +335,6 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manife
     finally:
         if bar is not None:
             bar.close()
-    from scoreaudit.reports.manifest import write_manifest
-
-    if update_manifest and write_manifest(bundle_dir, only=[p.name for p in written]) is None:  # just the reports
-        import sys
-
-        from scoreaudit.termsafe import safe_text
-
-        print(f"warning: {safe_text(str(bundle_dir / 'manifest.json'))} is missing or not a valid manifest: it was not rewritten "
-              "(a re-render vouches only for the reports it writes), so `scoreaudit verify` will say so; "
-              "run the audit again for a bundle with a manifest", file=sys.stderr)
     return written
 
 

@@ -1,0 +1,131 @@
+"""Render only what changed: report.html and report.pdf keyed by a hash of everything they are made from.
+
+A re-run with nothing changed (or `scoreaudit report` on an unchanged bundle) would lay out the same
+HTML and the same PDF again: seconds to tens of seconds, most of a cached re-run (issue 33). The key
+of a report file is the sha256 of
+- every file of the bundle except the ones no report reads and that change on every run (run.log,
+  manifest.json, the reports themselves, this record, and run.json, of which only the fields the
+  report shows count: `RUN_FIELDS`), names included, so a new file a section starts to read
+  invalidates the key without anyone listing it here;
+- the report code: every file of the `scoreaudit.reports` package (templates, styles, sections) and
+  the tool's version; for the PDF also WeasyPrint's version.
+
+`render.json` in the bundle records each report file's key and its sha256. A report is reused only
+when its key matches and the file on disk still has that sha256 (a hand-edited report is rendered
+again). Files are written atomically and the record last, so a crash leaves a record that no longer
+matches and the next render starts afresh. `run` renders into a fresh staging folder: the previous
+bundle's files are copied in (never hard-linked: a bundle holds no hard links) when their keys match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+RECORD = "render.json"
+#: Bundle files that no report section reads and that differ between two runs of the same audit.
+SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RECORD, "run.json"})
+#: The run.json fields the report shows (sections/appendix.py: device; sections/run_warnings.py: warnings).
+RUN_FIELDS = ("device", "warnings")
+REPORTS = ("report.html", "report.pdf")
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """sha256 over the report package's files (names and bytes) and the tool's version: one per process."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+            h.update(p.relative_to(root).as_posix().encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
+    from scoreaudit.stats.provenance import package_versions
+
+    h.update(str(package_versions().get("scoreaudit", "")).encode())
+    return h.hexdigest()
+
+
+def _weasyprint_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("weasyprint")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def inputs_key(bundle: Path) -> str:
+    """sha256 of what a report of `bundle` is made from (module docstring)."""
+    bundle = Path(bundle)
+    h = hashlib.sha256(code_version().encode())
+    for p in sorted(bundle.rglob("*")):
+        rel = p.relative_to(bundle).as_posix()
+        if not p.is_file() or p.is_symlink() or rel in SKIPPED or p.name.startswith("."):
+            continue
+        h.update(rel.encode() + b"\0" + _sha256_file(p).encode() + b"\0")
+    run_json = bundle / "run.json"
+    if run_json.is_file():
+        from scoreaudit.stats.provenance import read_json
+
+        run = read_json(run_json)
+        shown = {k: run.get(k) for k in RUN_FIELDS} if isinstance(run, dict) else run  # any shape: hashed whole
+        h.update(json.dumps(shown, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def file_keys(bundle: Path) -> dict[str, str]:
+    """The key of each report file (the PDF's includes WeasyPrint's version)."""
+    base = inputs_key(bundle)
+    return {"report.html": base,
+            "report.pdf": hashlib.sha256(f"{base}\0weasyprint {_weasyprint_version()}".encode()).hexdigest()}
+
+
+def read_record(bundle: Path) -> dict:
+    from scoreaudit.stats.provenance import read_json
+
+    path = Path(bundle) / RECORD
+    rec = read_json(path) if path.is_file() and not path.is_symlink() else {}
+    return rec if isinstance(rec, dict) else {}
+
+
+def current(bundle: Path, name: str, key: str) -> bool:
+    """Whether bundle/name was rendered from inputs with `key` and is unchanged since."""
+    entry = read_record(bundle).get(name)
+    path = Path(bundle) / name
+    return (isinstance(entry, dict) and entry.get("key") == key and path.is_file() and not path.is_symlink()
+            and entry.get("sha256") == _sha256_file(path))
+
+
+def adopt(source: Path, bundle: Path, name: str, key: str) -> bool:
+    """Copy source/name into `bundle` when it is current for `key` there (a previous bundle); True if copied."""
+    if source is None or Path(source).resolve() == Path(bundle).resolve() or not current(source, name, key):
+        return False
+    from scoreaudit.safeio import write_atomic
+
+    write_atomic(Path(bundle) / name, (Path(source) / name).read_bytes())
+    return True
+
+
+def write_record(bundle: Path, keys: dict[str, str], names: list[str]) -> None:
+    """Record `names`' keys and hashes (after the files are in place), keeping other entries still current."""
+    from scoreaudit.safeio import write_atomic
+
+    bundle = Path(bundle)
+    rec = {n: e for n, e in read_record(bundle).items() if n in REPORTS and n not in names
+           and isinstance(e, dict) and (bundle / n).is_file()}
+    for n in names:
+        rec[n] = {"key": keys[n], "sha256": _sha256_file(bundle / n)}
+    write_atomic(bundle / RECORD, json.dumps(rec, indent=1, sort_keys=True))
+
+
+__all__ = ["RECORD", "adopt", "current", "file_keys", "inputs_key", "write_record"]
