@@ -231,14 +231,15 @@ class _Locator:
         """(path, display path, inside the root, file problem, the file's own stat when it is not a link)."""
         joined = os.path.join(self.base, rel)
         head, name = os.path.split(joined)
+        missing = False
         try:
             st = os.lstat(joined) if name not in ("", ".", "..") else None
         except FileNotFoundError:
-            st = False
+            st, missing = None, True
         except (OSError, ValueError):
             st = None
         path = Path(joined)  # what `base_dir / rel` gives
-        if st is None or (st is not False and stat.S_ISLNK(st.st_mode)):
+        if (st is None and not missing) or (st is not None and stat.S_ISLNK(st.st_mode)):
             return path, _display(path, self.spec_dir), _inside(path, self.root), file_problem(path), None
         rdir = self.dirs.get(head)
         if rdir is None:
@@ -247,7 +248,7 @@ class _Locator:
         rel_shown = self._under(resolved, self.spec)
         shown = rel_shown.replace(os.sep, "/") if rel_shown is not None else str(path)
         inside = self.root_res is None or self._under(resolved, self.root_res) is not None
-        if st is False:
+        if st is None:  # missing
             return path, shown, inside, "not found", None
         return path, shown, inside, None if stat.S_ISREG(st.st_mode) else file_problem(path), st
 
