@@ -3,13 +3,14 @@ and every effect (table rows, run-log lines, progress, new cache entries) return
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
 from scoreaudit.runtime.ray_cluster import import_ray, register_entries
 from scoreaudit.runtime.ray_scorers import ActorScorer
 
-_WORKER: dict[str, Any] = {}  # per worker process: plugin instances and region evaluators, reused across tasks
+_WORKER: dict[Any, Any] = {}  # per worker process: plugin instances and region evaluators, reused across tasks
 
 
 class MemoryLog:
@@ -114,14 +115,16 @@ def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
     register_entries(common["entries"])
     ir = common["ir"]
     plugins = _WORKER.setdefault("plugins", {})
-    ctx = RunContext(ir=ir, cache=ShardCache(reader), log=MemoryLog(), tables=Tables(),
-                     progress=CountingProgress(), device=common["device"], spec_dir=common["spec_dir"],
+    # the worker's stand-ins for the driver's cache, log and progress: the same calls, their effects kept as data
+    cache, log, progress = ShardCache(reader), MemoryLog(), CountingProgress()
+    ctx = RunContext(ir=ir, cache=cache, log=log, tables=Tables(),  # type: ignore[arg-type]
+                     progress=progress, device=common["device"], spec_dir=common["spec_dir"],  # type: ignore[arg-type]
                      policies=common["policies"], manifests=common["manifests"], _plugins=plugins)
     slots = []
     for name in common["slots"]:
         slot = ScorerSlot(ctx, ir.scorers[name])
         if name in actors:
-            slot.factory = (lambda a=actors[name]: ActorScorer(a))
+            slot.factory = functools.partial(ActorScorer, actors[name])
         slots.append(slot)
     specs = [s for s in measure_specs(ir) if s.name in common["specs"]]
     regions = RegionSteps(ctx, common.get("regions"))
@@ -140,8 +143,8 @@ def run_batch(common: dict, records: list, reader: Any, actors: dict) -> dict:
     if regions._evaluator is not None:
         _WORKER[("regions", ident)] = regions._evaluator
     t = ctx.tables
-    return {"entries": list(ctx.cache.entries.values()), "prov": list(ctx.cache.prov.values()),
-            "log": ctx.log.lines, "progress": ctx.progress.counts, "usable": runner.usable,
+    return {"entries": list(cache.entries.values()), "prov": list(cache.prov.values()),
+            "log": log.lines, "progress": progress.counts, "usable": runner.usable,
             "score_keys": sorted(ctx.score_keys), "error": error, "corrupt": ctx.cache.corrupt,
             "tables": {n: getattr(t, n) for n in ("images", "scores", "measures", "regions", "exclusions")}}
 
