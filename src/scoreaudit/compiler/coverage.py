@@ -55,8 +55,11 @@ class ProvidedTables(Protocol):
     whose value was excluded still counts as present).
     """
 
-    scores: Any
-    measures: Any
+    @property
+    def scores(self) -> Any: ...
+
+    @property
+    def measures(self) -> Any: ...
 
 
 # ---------------------------------------------------------------- what a statistic reads
