@@ -10,6 +10,7 @@ checks of readings) never import each other.
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 from scoreaudit.compiler import ir
 from scoreaudit.compiler.comparisons import (
@@ -79,7 +80,7 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
                            multi: bool) -> list[ir.CellIR] | None:
     sink = st.sink
     before = sink.error_count()
-    pseudo = SimpleNamespace(name=comp.kind, meta={"returns": "number"})
+    pseudo: Any = SimpleNamespace(name=comp.kind, meta={"returns": "number"})  # the registry entry make_test reads
     test = make_test(claim.expr, pseudo, sink)
     readings = (comp.a, comp.b)
     lows = []
@@ -99,7 +100,7 @@ def lower_comparison_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp
     if sink.error_count() > before or any(x is None for x in lows) or test is None:
         return None
     la, lb = lows
-    if comp.kind == "ratio" and test.kind == "greater" and test.threshold == 0:
+    if comp.kind == "ratio" and test.kind == "greater" and test.threshold == 0 and isinstance(claim.expr, ast.Compare):
         # null values of the forms: difference 0, ratio 1 (a claim against 0 is E0424's mistake for ratios);
         # `ratio(a, b) < 0` is allowed: a pre-registered reversal (the readings have opposite signs)
         sink.emit("E0426", claim.expr.right, f"`ratio(...)` has null value 1, so `{text(claim.expr)}` tests it "
