@@ -7,6 +7,7 @@ Model scorers ask for GPUs as actors, batch tasks as a share when something they
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import socket
@@ -174,7 +175,7 @@ def loopback_node() -> Iterator[None]:
     reads is the one Ray itself clears on macOS and Windows. Without that flag (another Ray version)
     the instance starts as Ray would have started it."""
     try:
-        from ray._private import ray_constants
+        ray_constants: Any = importlib.import_module("ray._private.ray_constants")
     except ImportError:
         ray_constants = None
     had = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
