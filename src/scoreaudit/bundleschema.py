@@ -207,7 +207,7 @@ def _validation() -> dict:
                            "passed": {"type": "boolean"}, "checks": {"type": "array", "items": check}}}
 
 
-def _sections() -> dict:
+def _sections() -> tuple[dict, dict]:
     from scoreaudit.stats.transfer import CLASSES
 
     rows = {
