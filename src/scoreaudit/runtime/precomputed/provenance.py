@@ -41,7 +41,7 @@ def provenance(tables: TableSet, manifest_sources: Sequence[Mapping[str, Any]] =
 def manifest_provenance(ir: AuditIR, spec_dir: str | Path) -> list[dict[str, Any]]:
     """Entries for manifests whose columns hold scores (`precomputed(column:|preferred:|other:)`)."""
     names = [s for s in ir.scorers if _is_precomputed_column(ir, s)]
-    out = []
+    out: list[dict[str, Any]] = []
     if not names:
         return out
     for arm_name, arm in ir.arms.items():
