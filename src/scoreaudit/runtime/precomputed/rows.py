@@ -202,7 +202,9 @@ def imageless_rows(ir: AuditIR, arm: str, records: Records) -> tuple[list[Manife
     p = ir.arms[arm].call.params
     id_col, cluster_col = p.get("id", "id"), ir.arms[arm].cluster or p.get("cluster")
     have_id = id_col in records.columns
-    out, diags, first = [], [], {}
+    out: list = []
+    diags: list = []
+    first: dict = {}
     for no, raw in records.rows:
         base = _text(raw.get(id_col))[0] if have_id else str(no)
         if base is None:
