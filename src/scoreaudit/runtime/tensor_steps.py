@@ -196,6 +196,7 @@ def compute_many(ctx, jobs: Sequence[tuple]) -> list[Any]:
     out: list[Any] = [_compute(ctx, *job) for job in jobs]
     idx = [k for k, v in enumerate(out) if not isinstance(v, (dict, float))]
     if idx:
+        got: list[Any]
         try:
             got = _floats([out[k] for k in idx])
         except Exception as exc:  # noqa: BLE001 - a device error surfacing only now: each value on its own
