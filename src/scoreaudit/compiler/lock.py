@@ -33,7 +33,8 @@ def normalise(text: str) -> str:
     Strings are kept verbatim, so formatting never counts as a change but any
     changed word, number or string does.
     """
-    out, code = [], []
+    out: list[str] = []
+    code: list[str] = []
 
     def flush() -> None:
         c = re.sub(r"\s+", " ", "".join(code))
