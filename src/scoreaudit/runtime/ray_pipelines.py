@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from scoreaudit.runtime.ray_cluster import (
@@ -26,7 +27,7 @@ class PipelineActor:
     (`generate`) and probe trajectories (`optimise`, with the probe's scorers built here too, since the
     gradient runs through the pipeline and the scorer)."""
 
-    def __init__(self, name: str, params: dict, folder: str, device: str, dtype: str, entries: list = (),
+    def __init__(self, name: str, params: dict, folder: str, device: str, dtype: str, entries: Sequence = (),
                  spec_dir: Any = None, threads: int | None = None, kind: str = "arm") -> None:
         from pathlib import Path
 
@@ -184,7 +185,7 @@ class RayConnection:
         return ray
 
     def pipeline_actor(self, options: dict, name: str, params: dict, folder: Any, device: str, dtype: str,
-                       entries: list = (), spec_dir: Any = None, kind: str = "arm") -> Any:
+                       entries: Sequence = (), spec_dir: Any = None, kind: str = "arm") -> Any:
         """A new pipeline actor (nothing is loaded until its first call); `kind` "probe" for a probe's."""
         ray = self.get()
         cls = ray.remote(PipelineActor).options(**options)  # one .options() call (ray 2.60)
