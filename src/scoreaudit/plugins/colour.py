@@ -107,7 +107,7 @@ def _lab_to_encoded(lab: np.ndarray) -> np.ndarray:
 
 
 def _clip(enc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    clipped = ((enc < -_HALF_LEVEL) | (enc > 1.0 + _HALF_LEVEL)).any(axis=-1)
+    clipped = np.asarray(((enc < -_HALF_LEVEL) | (enc > 1.0 + _HALF_LEVEL)).any(axis=-1))
     return np.clip(enc, 0.0, 1.0), clipped
 
 
