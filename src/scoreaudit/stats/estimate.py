@@ -157,7 +157,7 @@ class Estimate:
         b = self._finite_boot()
         return float(b.std(ddof=1)) if len(b) >= 2 else None
 
-    def with_ci(self, ci: str) -> Estimate:
+    def with_ci(self, ci: CI) -> Estimate:
         from dataclasses import replace
 
         return replace(self, ci=ci)
