@@ -128,7 +128,7 @@ class Precomputed:
             raise ValueError(
                 f"arm {item.arm!r} is not a pairs arm: use precomputed(column: NAME)"
             )
-        return p.preferred if item.side == "preferred" else p.other  # type: ignore[return-value]
+        return p.preferred if item.side == "preferred" else p.other
 
     def score(self, images: Sequence[np.ndarray] | None, prompts: Sequence[str] | None,
               items: Sequence[ScoreItem]) -> np.ndarray:
