@@ -30,9 +30,9 @@ def _cascade(name: str):
     import cv2
 
     if name not in _CASCADES:
-        clf = cv2.CascadeClassifier(cv2.data.haarcascades + name)
+        clf = cv2.CascadeClassifier(cv2.data.haarcascades + name)  # type: ignore[attr-defined]  # cv2's stubs omit data
         if clf.empty():  # pragma: no cover - a broken OpenCV install
-            raise RuntimeError(f"OpenCV cascade {name} could not be loaded from {cv2.data.haarcascades}")
+            raise RuntimeError(f"OpenCV cascade {name} could not be loaded from {cv2.data.haarcascades}")  # type: ignore[attr-defined]
         _CASCADES[name] = clf
     return _CASCADES[name]
 
@@ -125,7 +125,7 @@ class Skin:
         ycc_ok = cv2.inRange(ycc, (0, 133, 77), (255, 173, 127))
         hue_lo = cv2.inRange(hsv, (0, 26, 51), (25, 255, 255))
         hue_hi = cv2.inRange(hsv, (170, 26, 51), (180, 255, 255))
-        return (ycc_ok & (hue_lo | hue_hi)).astype(bool)
+        return np.logical_and(ycc_ok, np.logical_or(hue_lo, hue_hi))
 
     def compute(self, image: np.ndarray, ctx) -> np.ndarray:
         within = self.params.within
