@@ -52,7 +52,7 @@ def _bootstrap(fn, df: pd.DataFrame, cpos: np.ndarray, W: np.ndarray, cluster: s
     labels = df[cluster].astype(str).to_numpy() if cluster else None
     out = np.full(len(W), np.nan)
     for b, row in enumerate(W):
-        parts = [groups[c] for c in np.flatnonzero(row) if c in groups for _ in range(int(row[c]))]
+        parts = [groups[c] for c in np.flatnonzero(row).tolist() if c in groups for _ in range(int(row[c]))]
         if not parts:
             continue
         sub = df.iloc[np.concatenate(parts)]
@@ -82,7 +82,7 @@ def _design(df: pd.DataFrame, factors: Sequence[str], levels: dict[str, list[str
     """Treatment-coded design matrix with all interactions of `factors`; column term labels."""
     n = len(df)
     cols = [np.ones(n)]
-    terms = [()]
+    terms: list[tuple[tuple[str, str], ...]] = [()]
     dummies = {f: {lv: (df[f].astype(str).to_numpy() == lv).astype(float) for lv in levels[f][1:]} for f in factors}
     for r in range(1, len(factors) + 1):
         for combo in itertools.combinations(factors, r):
