@@ -18,7 +18,7 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -216,7 +216,7 @@ class Preprocess:
             top, left = (nh - c) // 2, (nw - c) // 2
         return x[..., top : top + c, left : left + c]
 
-    def batch(self, images: Sequence[np.ndarray], device: str, dtype: torch.dtype) -> torch.Tensor:
+    def batch(self, images: Sequence[np.ndarray | torch.Tensor], device: str, dtype: torch.dtype) -> torch.Tensor:
         """Images of one shape are resized together (an audit's variants share their base image's size).
 
         uint8 H×W×3 torch tensors (the device path, scoreaudit.plugins.gpu) are preprocessed where they
@@ -225,7 +225,8 @@ class Preprocess:
         if len(images) and isinstance(images[0], torch.Tensor):
             from scoreaudit.plugins.gpu.preprocess import batch as device_batch
 
-            return device_batch(self, [im.to(device) for im in images], dtype)
+            tensors: list[Any] = list(images)  # the first is a tensor: all are
+            return device_batch(self, [t.to(device) for t in tensors], dtype)
         arrs = [self._as_rgb(im) for im in images]
         by_shape: dict[tuple, list[int]] = {}
         for i, a in enumerate(arrs):
