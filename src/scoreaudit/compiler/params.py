@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import functools
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from scoreaudit.grammar import ast
+from scoreaudit import registry
 from scoreaudit.compiler.resolve import REF_KINDS, Decls, Sink
 from scoreaudit.compiler.values import number, product_names, text
 from scoreaudit.diagnostics import did_you_mean
-from scoreaudit import registry
+from scoreaudit.grammar import ast
 from scoreaudit.registry import ColumnValue, PluginEntry, Ref
 
 
@@ -31,7 +32,7 @@ class FieldSpec:
     name: str  # python field name (the key in the validated params)
     key: str  # the key pydantic accepts (alias when there is one)
     spelled: str  # how a spec writes it (alias when there is one)
-    ref: Optional[str]
+    ref: str | None
     accepts_str: bool
     choices: tuple[str, ...]
     required: bool
@@ -50,7 +51,7 @@ def _walk(annotation: Any):
             yield from _walk(arg)
 
 
-def ref_kind(annotation: Any, metadata: list | tuple = ()) -> Optional[str]:
+def ref_kind(annotation: Any, metadata: list | tuple = ()) -> str | None:
     for m in metadata:
         if isinstance(m, Ref):
             return m.kind
@@ -71,13 +72,10 @@ def literal_choices(annotation: Any) -> tuple[str, ...]:
 
 
 def accepts_str(annotation: Any) -> bool:
-    for t in _walk(annotation):
-        if t is str or t is Any or typing.get_origin(t) is Literal:
-            return True
-    return False
+    return any(t is str or t is Any or typing.get_origin(t) is Literal for t in _walk(annotation))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fields_of(model: type[BaseModel]) -> dict[str, FieldSpec]:
     """Spelled argument name → FieldSpec (field names also work when the model populates by name)."""
     out: dict[str, FieldSpec] = {}
@@ -126,7 +124,7 @@ class _Bad(Exception):
 
 
 def bind(call: ast.Call, entry: PluginEntry, decls: Decls, sink: Sink,
-         lower_stat: Optional[StatLowering] = None, what: str | None = None) -> Optional[Bound]:
+         lower_stat: StatLowering | None = None, what: str | None = None) -> Bound | None:
     """Validate `call` against `entry`; None when any argument was wrong (all reported)."""
     specs = fields_of(entry.params)
     what = what or f"`{entry.name}`"
@@ -221,7 +219,7 @@ def bind(call: ast.Call, entry: PluginEntry, decls: Decls, sink: Sink,
     return bound
 
 
-def closest_choice(value: str, choices) -> Optional[str]:
+def closest_choice(value: str, choices) -> str | None:
     """Did-you-mean for a fixed set of choices: a case-only difference first (`l` → `L`)."""
     for c in choices:
         if c.lower() == value.lower():
@@ -253,13 +251,13 @@ def _plain(v: Any) -> str:
     return text(v)
 
 
-def _pyd_msg(err: dict) -> str:
+def _pyd_msg(err: Mapping[str, Any]) -> str:
     msg = str(err.get("msg", "invalid value"))
     return msg[0].lower() + msg[1:] if msg else msg
 
 
 def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: str, decls: Decls,
-             sink: Sink, lower_stat: Optional[StatLowering], bound: Bound) -> Any:
+             sink: Sink, lower_stat: StatLowering | None, bound: Bound) -> Any:
     """AST value → the Python value pydantic validates; resolves Ref names."""
     if isinstance(v, ast.ListValue):
         return [_convert(item, spec, arg, entry, what, decls, sink, lower_stat, bound) for item in v.items]
@@ -315,7 +313,7 @@ def _convert(v: Any, spec: FieldSpec, arg: ast.Arg, entry: PluginEntry, what: st
     if isinstance(v, ast.String):
         if not spec.accepts_str:
             sink.emit("E0303", v, f"`{spec.spelled}` of {what} takes {_type_word(spec)}, not a string",
-                      f"write the value without quotes" if spec.ref else None)
+                      "write the value without quotes" if spec.ref else None)
             raise _Bad
         name = v.value
     elif isinstance(v, (ast.Name, ast.Ident)):
@@ -375,7 +373,7 @@ def _range(v: ast.Range, spec: FieldSpec, what: str, sink: Sink) -> list[int]:
         sink.emit("E0854", v, f"the range `{text(v)}` for `{spec.spelled}` of {what} must run between whole numbers",
                   f"write e.g. `{spec.spelled}: 0..4`")
         raise _Bad
-    lo, hi = number(v.start), number(v.stop)
+    lo, hi = int(number(v.start)), int(number(v.stop))  # whole numbers (checked above)
     if hi < lo:
         sink.emit("E0854", v, f"the range `{text(v)}` for `{spec.spelled}` of {what} runs backwards",
                   f"write the smaller number first: `{v.stop.text}..{v.start.text}`")
