@@ -242,7 +242,7 @@ class Generator:
     def __init__(self, arm: str, params: dict, folder: Path, device: str, dtype: str, kind: str = "arm") -> None:
         self.arm, self.params, self.folder, self.device, self.dtype = arm, params, folder, device, dtype
         self.kind = kind  # "arm", or "probe" when a probe loads the pipeline (messages name it)
-        self.pipe = None
+        self.pipe: Any = None
 
     def _load(self):
         try:
