@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from scoreaudit import registry
 from scoreaudit.compiler import ir
@@ -198,7 +198,7 @@ def no_scorer(st, arms: tuple[str, ...], node: Any, claim: ast.Claim) -> None:
 def _named(stat: ir.StatCallIR, st) -> list[tuple[str, str]]:
     """(kind, name) of every operator, placebo, measure and covariate a statistic reads, its selections' too."""
     out: list[tuple[str, str]] = []
-    r = reads(stat, SimpleNamespace(selections=st.selections))
+    r = reads(stat, cast(ir.AuditIR, SimpleNamespace(selections=st.selections)))  # reads looks at selections only
     out += [("operator", o) for o in r.operators if o != ORIGINAL]
     out += [("measure", m) for _, m in r.measures]
     registry.load_plugins()
