@@ -64,7 +64,7 @@ def columns_of_call(kind: str, plugin: str, params: dict[str, Any], skip: Iterab
         return []
     fields = column_fields(reg.get(plugin).params)
     skip = set(skip)
-    out = []
+    out: list[str] = []
     for name in fields:
         if name in skip or name not in params:
             continue
