@@ -16,13 +16,23 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 # the real repository ids and file names, from the scorers that look them up (one definition)
-from scoreaudit.plugins.scorers.models import (BERT_REPOS, HPS_FILES, HPS_REPO, IR_REPO, KNOWN_OPEN_CLIP_HUB,
-                                              LAION_CLIP_REPO, LAION_HEAD, PICK_PROCESSOR_REPO, PICK_REPO)
+from scoreaudit.plugins.scorers.models import (
+    BERT_REPOS,
+    HPS_FILES,
+    HPS_REPO,
+    IR_REPO,
+    KNOWN_OPEN_CLIP_HUB,
+    LAION_CLIP_REPO,
+    LAION_HEAD,
+    PICK_PROCESSOR_REPO,
+    PICK_REPO,
+)
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 OPENAI_MEAN = [0.48145466, 0.4578275, 0.40821073]
@@ -347,7 +357,7 @@ def build_image_reward(cache: Path, local: Path | None = None, seed: int = 0, sc
     snap = hf_snapshot(cache, IR_REPO)
     torch.save(ir, snap / "ImageReward.pt")
     (snap / "med_config.json").write_text(json.dumps(med))
-    out = {"ir_state": ir, "med": med}
+    out: dict[str, Any] = {"ir_state": ir, "med": med}
     if local is not None:
         d = Path(local) / "image_reward"
         d.mkdir(parents=True, exist_ok=True)
@@ -399,4 +409,4 @@ def test_images(n: int = 6, seed: int = 0) -> list[np.ndarray]:
     return out
 
 
-test_images.__test__ = False  # a helper, not a pytest test
+test_images.__test__ = False  # type: ignore[attr-defined]  # a helper, not a pytest test
