@@ -8,6 +8,9 @@ covariates (cross-image selections rank images by them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from scoreaudit.compiler.ir import ORIGINAL, ArmIR
 from scoreaudit.keys import step_key
 from scoreaudit.plugins.base import MeasureContext
@@ -51,6 +54,14 @@ def original_measures(ctx: RunContext, arm: ArmIR, imgs: list[Img], specs: list[
         ctx.tables.add_measure(arm.name, img.record.image_id, ORIGINAL, 0.0, s.name, s.role, as_float(value))
 
 
+def _pixels_of(img: Img) -> Callable[[], Any]:
+    return lambda: img.image
+
+
+def _device_pixels_of(img: Img) -> Callable[[], Any]:
+    return lambda: img.dev.image
+
+
 def original_scores(ctx: RunContext, arm: ArmIR, imgs: list[Img], slots: list[ScorerSlot],
                     specs: list[MeasureSpec]) -> None:
     """Score the unaltered images; results land in `img.original_scores` and the scores table."""
@@ -60,8 +71,8 @@ def original_scores(ctx: RunContext, arm: ArmIR, imgs: list[Img], slots: list[Sc
         for img in imgs:
             item = make_item(img.record, ORIGINAL, 0.0, 0.0, False, zero)
             reqs.append(slot.request(img.record, img.content_hash, slot.prompt_for(arm, img.record), item,
-                                     image=lambda img=img: img.image,
-                                     tensor=(lambda img=img: img.dev.image) if img.dev is not None else None))
+                                     image=_pixels_of(img),
+                                     tensor=_device_pixels_of(img) if img.dev is not None else None))
         for img, result in zip(imgs, slot.score(reqs)):
             img.original_scores[slot.name] = result
             if isinstance(result, str):
