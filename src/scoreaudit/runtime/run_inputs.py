@@ -5,6 +5,7 @@ statistic input table (E0707/E0730), the arms the plan needs pixels of, and the 
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,8 @@ def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[st
 
 
 def load_manifests(ir: AuditIR, spec_dir: Path, root: Path | None = None,
-                   trusted: set[str] = frozenset(), known: dict[str, dict] | None = None,
-                   pixel_free: set[str] = frozenset(), pixel_notes: dict[str, str] | None = None
+                   trusted: AbstractSet[str] = frozenset(), known: dict[str, dict] | None = None,
+                   pixel_free: AbstractSet[str] = frozenset(), pixel_notes: dict[str, str] | None = None
                    ) -> dict[str, ManifestResult]:
     """Read and check every arm's manifest; raise every E07xx problem at once, before any work.
 
@@ -184,7 +185,7 @@ class Prepared:
 
 
 def prepare(ir: AuditIR, plan: Any, spec_dir: Path, root: Path | None, device: str, *,
-            trusted: set[str] = frozenset(), known: dict[str, dict] | None = None) -> Prepared:
+            trusted: AbstractSet[str] = frozenset(), known: dict[str, dict] | None = None) -> Prepared:
     """The one run set-up (shared by `run` and `plan --cache`, so the cache status is the run's):
     every manifest (E07xx) and table (E080x) checked, then the device resolved for the scorers
     that will compute somewhere (a probe's scorer included)."""
