@@ -170,7 +170,7 @@ class _Reader:
     arms: Sequence[str] | None
     exclusions: list[Exclusion] = field(default_factory=list)
     unused: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    keyed: dict[tuple, list[tuple[int, float | None]]] = field(default_factory=dict)
+    keyed: dict[tuple, list[tuple[int, float | None, float]]] = field(default_factory=dict)  # (row, value, dose)
 
     def exclude(self, arm: str, image_id: str | None, row: int, what: str, where: str | None = None) -> None:
         where = where or f"row {row}"
