@@ -70,7 +70,7 @@ class ArmRunner:
         # measures_under); None: every slot and spec under every operator
         under = under or {}
 
-        def _for(op: str):
+        def _for(op: str) -> tuple[list[MeasureSpec], list[ScorerSlot]]:
             if op not in under:
                 return self.specs, slots
             sc, ms = under[op]
