@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -78,6 +79,10 @@ def load_open_clip_weights(model: nn.Module, path: Path, label: str) -> None:
     load_strict(model, state, label, path, optional=optional)
 
 
+# open_clip resize modes scoreaudit reproduces (longest_pad is not)
+_RESIZE_MODES: dict[str, Literal["shortest", "squash"]] = {"shortest": "shortest", "squash": "squash"}
+
+
 def open_clip_preprocess(model: nn.Module, tag_cfg: dict | None) -> Preprocess:
     """open_clip's eval transform (image_transform_v2) as a tensor pipeline."""
     cfg = dict(getattr(model.visual, "preprocess_cfg", {}) or {})
@@ -85,7 +90,7 @@ def open_clip_preprocess(model: nn.Module, tag_cfg: dict | None) -> Preprocess:
         cfg.update({k: v for k, v in tag_cfg.items() if k in ("mean", "std", "interpolation", "resize_mode")})
     size = model.visual.image_size
     size = size[0] if isinstance(size, (tuple, list)) else size
-    mode = {"shortest": "shortest", "squash": "squash"}.get(cfg.get("resize_mode", "shortest"))
+    mode = _RESIZE_MODES.get(cfg.get("resize_mode", "shortest"))
     if mode is None:
         raise ScorerUnavailable(f"open_clip resize_mode {cfg.get('resize_mode')!r} is not supported by scoreaudit")
     return Preprocess(
