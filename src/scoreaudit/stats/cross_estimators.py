@@ -13,11 +13,11 @@ import pandas as pd
 
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.stats import cross
-from scoreaudit.stats.context import StatContext, StatError
+from scoreaudit.stats.context import ArmData, StatContext, StatError
 from scoreaudit.stats.estimate import Estimate
 
 
-def _frame(ctx: StatContext, arm: str, scorer: str) -> tuple[pd.DataFrame, object]:
+def _frame(ctx: StatContext, arm: str, scorer: str) -> tuple[pd.DataFrame, ArmData]:
     """The arm's images with their original score (NaN-score images dropped, noted)."""
     a = ctx.arm(arm)
     df = a.images.assign(score=ctx.original_scores(a, scorer))
