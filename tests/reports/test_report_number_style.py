@@ -76,3 +76,15 @@ def test_comparison_sentences_read_like_the_others(comparisons_bundle):
         assert "'s AUROC against the labels in " in cell_sentence(c), cell_sentence(c)
     text = _text((comparisons_bundle / "report.html").read_text())
     assert ") (stress test" not in text and "auroc against" not in text
+
+
+def test_a_comparison_names_the_test_its_cell_names(comparisons_bundle):
+    """The comparisons section's 'Test:' is the cell's own test line (before: 'Test: bootstrap.' beside a cell
+    that says 'cluster bootstrap (percentile inversion)')."""
+    page = (comparisons_bundle / "report.html").read_text()
+    sec = re.search(r'<section id="comparisons".*?</section>', page, re.S).group(0)
+    hyp = re.search(r'<section id="hypotheses".*?</section>', page, re.S).group(0)
+    said = set(re.findall(r"Test: (.*?)(?: \(\d+ pairs|\.</p>)", htmllib.unescape(sec)))
+    cells = set(re.findall(r"test: ([^;)]+\)?)", htmllib.unescape(re.sub(r"<[^>]+>", " ", hyp))))
+    assert said and "bootstrap" not in said, said
+    assert said <= {c.strip() for c in cells}, (said, cells)

@@ -133,7 +133,7 @@ def _comparison_entry(ctx, c: dict, anchors: dict) -> dict:
     return {"id": c.get("id"), "heading": heading(ctx, c), "anchor": anchors.get(c.get("id")),
             "sentence": labelled(cell_sentence(c), c, ctx), "charts": charts_out, "caption": caption,
             "pairing": d.get("pairing"),
-            "test": d.get("test"), "level": level, "claim": c.get("claim_text"),
+            "test": labels.cell_test(c) or d.get("test"), "level": level, "claim": c.get("claim_text"),  # as the cell says
             "signflip": d.get("signflip")}
 
 
