@@ -16,8 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError, has_errors
+
+if TYPE_CHECKING:  # the compiler is imported when a function needs it
+    from scoreaudit.compiler.ir import AuditIR
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class Checked:
     path: str
     source: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    ir: object | None = None  # scoreaudit.compiler.ir.AuditIR
+    ir: AuditIR | None = None
 
     @property
     def ok(self) -> bool:
@@ -138,12 +142,10 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     `tensor_path`: "auto" (on for a CUDA device), "on" or "off": keep each image on the device through
     operators, measures and model-scorer preprocessing (runtime/tensor_steps.py).
     """
-    from scoreaudit.runtime.executor import execute
-    from scoreaudit.stats.engine import analyse
-
     from scoreaudit.runtime.cache import cache_files
-    from scoreaudit.runtime.executor import default_cache_path
+    from scoreaudit.runtime.executor import default_cache_path, execute
     from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for, swap_in
+    from scoreaudit.stats.engine import analyse
 
     path = Path(path)
     ir, plan = compile(path, allow_outside=allow_outside, tables=False)  # the executor checks the tables
@@ -168,7 +170,7 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     results = analyse(work, progress=progress)
     from scoreaudit.runtime.movers import write_mover_thumbnails
 
-    write_mover_thumbnails(ir, path, work, root=None if allow_outside else project)  # the cells' top movers
+    write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress)  # top movers
     if render_report:
         from scoreaudit.reports.render import render as _render
 
