@@ -63,7 +63,7 @@ class LeaveOneOut:
     def __len__(self) -> int:
         return len(self.drop)
 
-    def __getitem__(self, rows) -> "LeaveOneOut":
+    def __getitem__(self, rows) -> LeaveOneOut:
         return LeaveOneOut(self.n_cols, self.drop[rows])
 
     def __matmul__(self, x) -> np.ndarray:
@@ -84,7 +84,7 @@ class LeaveOneOut:
         return J
 
 
-def weighted_ratio(W: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def weighted_ratio(W: np.ndarray | LeaveOneOut, num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """Replicates of sum(num)/sum(den) over resampled clusters; NaN where the denominator is 0.
 
     `num` and `den` are (C,) or (C, k); the result is (B,) or (B, k). One pass
