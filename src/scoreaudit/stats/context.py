@@ -48,9 +48,9 @@ ArmData, so estimators run unchanged on strata (``homogeneous`` does this).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,14 +86,14 @@ class ArmData:
     seed: int
     n_boot: int
     label: str = ""  # "" for the whole arm, e.g. "race=Asian" for a stratum
-    parent: "ArmData | None" = None
+    parent: ArmData | None = None
     root_cols: np.ndarray | None = None  # positions of this arm's clusters among the root arm's
     _W: np.ndarray | None = field(default=None, repr=False)
     _sd_W: np.ndarray | None = field(default=None, repr=False)
     _subsets: dict = field(default_factory=dict, repr=False)
 
     @property
-    def root(self) -> "ArmData":
+    def root(self) -> ArmData:
         a = self
         while a.parent is not None:
             a = a.parent
@@ -193,7 +193,7 @@ class ArmData:
         ok = np.isfinite(cm)
         return weighted_ratio(self.W, np.where(ok, cm, 0.0), ok.astype(float))
 
-    def subset(self, label: str, mask: np.ndarray) -> "ArmData":
+    def subset(self, label: str, mask: np.ndarray) -> ArmData:
         """The images where `mask` holds, as an arm with its own clusters and derived bootstrap.
 
         Cached by label: a label must always name the same images (e.g. "race=Asian").
@@ -228,7 +228,7 @@ class StatContext:
 
     # ------------------------------------------------------------ arms
 
-    def arm(self, arm: "str | ArmData") -> ArmData:
+    def arm(self, arm: str | ArmData) -> ArmData:
         if isinstance(arm, ArmData):
             return arm
         if arm not in self._arms:
@@ -252,7 +252,7 @@ class StatContext:
             self._cache[key] = t[(t["arm"] == arm.name) & (t["scorer"] == scorer)] if len(t) else t
         return self._cache[key]
 
-    def score_matrix(self, arm: "str | ArmData", scorer: str, operator: str) -> tuple[np.ndarray, np.ndarray]:
+    def score_matrix(self, arm: str | ArmData, scorer: str, operator: str) -> tuple[np.ndarray, np.ndarray]:
         """(doses, S) with S[i, j] = s(image i, operator, doses[j]) (NaN where missing), raw units."""
         a = self.arm(arm)
         key = ("smat", a.key, scorer, operator)
@@ -262,7 +262,7 @@ class StatContext:
             self._cache[key] = _wide(t, a, "score")
         return self._cache[key]
 
-    def original_scores(self, arm: "str | ArmData", scorer: str) -> np.ndarray:
+    def original_scores(self, arm: str | ArmData, scorer: str) -> np.ndarray:
         """s(i, d0) per image: the `original` rows, else any operator's identity dose."""
         a = self.arm(arm)
         key = ("orig", a.key, scorer)
@@ -279,7 +279,7 @@ class StatContext:
             self._cache[key] = s.reindex(a.image_ids).to_numpy(dtype=float)
         return self._cache[key]
 
-    def scale(self, arm: "str | ArmData", scorer: str) -> float:
+    def scale(self, arm: str | ArmData, scorer: str) -> float:
         """SD (ddof=1) over the *root* arm's images of s(i, d0) for `scale: sd`; 1.0 for raw.
 
         This is the point value; bootstrap replicates re-estimate it
@@ -299,7 +299,7 @@ class StatContext:
     def standardised(self) -> bool:
         return self.settings.scale == "sd"
 
-    def sd_weighted(self, arm: "str | ArmData", scorer: str, weights: np.ndarray) -> np.ndarray:
+    def sd_weighted(self, arm: str | ArmData, scorer: str, weights: np.ndarray | LeaveOneOut) -> np.ndarray:
         """The root arm's original-score SD under cluster weights (rows of a B × C_root matrix).
 
         With the bootstrap count matrix this is the SD of each replicate's
@@ -331,7 +331,7 @@ class StatContext:
             self._cache[("sdrep", root.name, scorer)] = (weights, sd)
         return sd
 
-    def sd_problem(self, arm: "str | ArmData", scorer: str) -> str:
+    def sd_problem(self, arm: str | ArmData, scorer: str) -> str:
         """Why the SD that `scale: sd` divides by is undefined for this arm and scorer (0, or < 2 scores)."""
         root = self.arm(arm)
         while root.parent is not None:
@@ -342,12 +342,12 @@ class StatContext:
             return f"the SD of {scorer}'s scores on arm '{root.name}' is undefined ({n} original score(s))"
         return f"the SD of {scorer}'s scores on arm '{root.name}' is 0 (all {n} original images scored the same)"
 
-    def scale_problem(self, arm: "str | ArmData", scorer: str) -> str:
+    def scale_problem(self, arm: str | ArmData, scorer: str) -> str:
         """An image's exclusion reason when the SD is undefined (`sd_problem`)."""
         return (self.sd_problem(arm, scorer)
                 + ": score changes in SD units are undefined, so the image is left out (use `scale: raw`)")
 
-    def _sd_undefined(self, est: Estimate, arm: "str | ArmData | None", scorer: str) -> Estimate:
+    def _sd_undefined(self, est: Estimate, arm: str | ArmData | None, scorer: str) -> Estimate:
         """A statistic in SD units whose SD is 0 or undefined: the cell is undefined and says so
         (not a bare NaN, nor "missing score"): every estimator that divides by the SD records it
         in `detail["sd"]`, so this one check covers them all."""
@@ -365,7 +365,7 @@ class StatContext:
                        undefined=f"{why}: a score change in SD units is undefined (use `scale: raw`, "
                                  f"or check why {scorer} gives every image the same score)")
 
-    def value_scale(self, call: StatCallIR, arm: "str | ArmData | None", scorer: str) -> float:
+    def value_scale(self, call: StatCallIR, arm: str | ArmData | None, scorer: str) -> float:
         """The typical size of a statistic's values, against which a spread counts as numerically zero:
         the SD of the scorer's original scores for a statistic in raw score units, else 1 (SD units,
         shares, ranks, correlations)."""
@@ -383,7 +383,7 @@ class StatContext:
         sd = float(np.std(s, ddof=1)) if len(s) >= 2 else 0.0
         return sd if sd > 0 else 1.0
 
-    def _degenerate(self, est: Estimate, call: StatCallIR, arm: "str | ArmData | None", scorer: str) -> Estimate:
+    def _degenerate(self, est: Estimate, call: StatCallIR, arm: str | ArmData | None, scorer: str) -> Estimate:
         """A cell whose inputs are degenerate is undefined with the reason (stats/degenerate.py): one
         check for every statistic, so none prints a number its sentence would call undefined."""
         from scoreaudit.stats.degenerate import degeneracy
@@ -395,7 +395,7 @@ class StatContext:
 
         return replace(est, estimate=float("nan"), undefined=f"{call.name}: {why}")
 
-    def deltas(self, arm: "str | ArmData", scorer: str, operator: str,
+    def deltas(self, arm: str | ArmData, scorer: str, operator: str,
                scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(doses, Δ) with Δ[i, j] = s(i, o, d_j) − s(i, o, d0), images × doses; divided by the
         point SD when `scaled` (for display; estimators pass raw Δ to `mean_estimate`)."""
@@ -405,10 +405,7 @@ class StatContext:
             op = self.operator(operator)
             doses, S = self.score_matrix(a, scorer, operator)
             j0 = _dose_index(doses, op.identity)
-            if j0 is None:
-                D = np.full_like(S, np.nan)
-            else:
-                D = S - S[:, [j0]]
+            D = np.full_like(S, np.nan) if j0 is None else S - S[:, [j0]]
             bad = ~np.isfinite(D).all(axis=1) if D.size else np.zeros(0, bool)
             reason = (f"missing score of {scorer} under {operator} at some dose: "
                       "left out of that operator's statistics")
@@ -420,7 +417,7 @@ class StatContext:
         doses, D = self._cache[key]
         return (doses, D / self.scale(a, scorer)) if scaled else (doses, D)
 
-    def measure_matrix(self, arm: "str | ArmData", operator: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def measure_matrix(self, arm: str | ArmData, operator: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(doses, M) with M[i, j] = value of measure/covariate `name` at (image i, operator, dose j)."""
         a = self.arm(arm)
         key = ("mmat", a.key, operator, name)
@@ -441,7 +438,7 @@ class StatContext:
     def test_method(self, test: str | None = None) -> str:
         return test or self.settings.test
 
-    def mean_estimate(self, arm: "str | ArmData", per_image: np.ndarray, test: str | None = None,
+    def mean_estimate(self, arm: str | ArmData, per_image: np.ndarray, test: str | None = None,
                       detail: Mapping[str, Any] | None = None, scorer: str | None = None) -> Estimate:
         """Mean over clusters of per-cluster means of `per_image`, with the shared bootstrap.
 
@@ -476,7 +473,7 @@ class StatContext:
                             detail=det)
         return Estimate(est, method, contrasts=cm[ok], boot=boot, jack=jack, detail=det)  # type: ignore[arg-type]
 
-    def evaluate(self, call: StatCallIR, arm: "str | ArmData | None", scorer: str) -> Estimate:
+    def evaluate(self, call: StatCallIR, arm: str | ArmData | None, scorer: str) -> Estimate:
         """Run the registered estimator of `call` (memoised per context)."""
         a_key = None if arm is None else self.arm(arm).key
         key = ("est", _call_key(call), a_key, scorer)
