@@ -3,8 +3,7 @@
 
 def version() -> str:
     """The installed package's version ("0+unknown" when run from a source tree that is not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as _dist_version
+    from importlib.metadata import PackageNotFoundError, version as _dist_version
 
     try:
         return _dist_version("scoreaudit")
