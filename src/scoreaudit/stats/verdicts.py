@@ -20,7 +20,6 @@ from scoreaudit import numfmt
 from scoreaudit.compiler.doses import is_dose
 from scoreaudit.stats.context import StatContext
 
-
 _OPS = {">=": "\u2265", "<=": "\u2264", "!=": "\u2260"}  # as the report prints comparisons
 
 
