@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from scoreaudit import registry
-from scoreaudit.compiler.codes import CATALOGUE
 from scoreaudit.compiler import settings as setting_defs
+from scoreaudit.compiler.codes import CATALOGUE
 from scoreaudit.compiler.describe import _meta_text, param_rows, type_text
 
 SPEC_DIR = Path(__file__).resolve().parents[3] / "spec"
@@ -422,8 +422,9 @@ def write(spec_dir: Path = SPEC_DIR) -> list[Path]:
         p = spec_dir / name
         p.write_text(text, encoding="utf-8")
         written.append(p)
-    from scoreaudit.compiler.plan import plan_schema
     import json
+
+    from scoreaudit.compiler.plan import plan_schema
 
     p = spec_dir / "plan.schema.json"
     p.write_text(json.dumps(plan_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
