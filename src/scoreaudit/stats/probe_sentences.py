@@ -10,7 +10,7 @@ no change here; `measure: score` is the scorer's own score, in its score units.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 PROBE_STATISTICS = ("probe_drift", "probe_shift", "probe_transition")
 SCORE_UNIT = "score units"
@@ -18,7 +18,7 @@ SCORE_UNIT = "score units"
 SYMBOLS = {"degrees": "\u00b0"}
 
 
-def measure_unit(measure: Optional[str]) -> str:
+def measure_unit(measure: str | None) -> str:
     """The declared unit of a probe measure (registry meta `unit`); the scorer's score units for `score`."""
     if measure in (None, "", "score"):
         return SCORE_UNIT
@@ -44,7 +44,7 @@ def reading_unit(statistic: str, params: dict) -> str:
     return measure_unit(params.get("measure"))
 
 
-def probe_phrase(cell: dict, number: Callable[[Optional[float]], str], ci: str, level: str) -> str:
+def probe_phrase(cell: dict, number: Callable[[float | None], str], ci: str, level: str) -> str:
     """`ita drifts by +0.91° [lo, hi] (90% CI) from the first to the last iteration`."""
     p = cell.get("params") or {}
     est = with_unit(number(cell.get("estimate")), reading_unit(cell["statistic"], p))
