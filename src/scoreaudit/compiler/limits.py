@@ -26,10 +26,10 @@ The estimate errs high: demo.audit (14 clusters, 28 cells) peaked 76 MB higher a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
-from typing import Optional
 
 from scoreaudit.grammar import ast
 
@@ -50,13 +50,11 @@ def bootstrap_bytes(n_boot: int, clusters: list[int], n_cells: int) -> int:
     return BYTES * n_boot * (kept + drawing + CELL_VECTORS * n_cells)
 
 
-def memory_limit() -> Optional[int]:
+def memory_limit() -> int | None:
     """Bytes this process can hold at most: physical memory, a cgroup (v2/v1) limit, RLIMIT_AS; None if unknown."""
     found = []
-    try:
+    with contextlib.suppress(ValueError, OSError, AttributeError):
         found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        pass
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             with open(path, encoding="ascii") as f:
@@ -108,7 +106,7 @@ def _clusters(st, arm: str) -> int:
     return max(MIN_CLUSTERS, n or 0)
 
 
-def _pairs_rows(st, arm: str) -> Optional[int]:
+def _pairs_rows(st, arm: str) -> int | None:
     """A pairs arm's clusters: its cluster column's values, else its pairs (the manifest's ids), when readable."""
     from scoreaudit.compiler.comparisons import manifest_of
 
@@ -158,7 +156,7 @@ def limits_pass(module: ast.Module, st) -> None:
         st.sink.emit("E0251", nodes["robustness"].value,
                      f"`robustness: {s.robustness}` reruns every cell's bootstrap {s.robustness - 1} more times: "
                      f"at most {ROBUSTNESS_MAX} seeds are allowed (their same-sign rate resolves 1/{ROBUSTNESS_MAX})",
-                     f"write e.g. `robustness: 20`")
+                     "write e.g. `robustness: 20`")
     n_boot, alpha = int(s.bootstrap), float(s.alpha)
     arms = _bootstrapped_arms(st)
     clusters = [_clusters(st, a) for a in arms]
