@@ -14,15 +14,16 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute  # pa.compute
 
-from scoreaudit.bundletables import SCHEMAS, write_parquet  # noqa: F401  (part of this module's interface)
+from scoreaudit.bundletables import SCHEMAS, write_parquet  # part of this module's interface
 
 RESERVED = ("arm", "image_id", "row", "cluster", "content_hash", "width", "height", "side", "pair_id")
 
@@ -67,7 +68,7 @@ class ColumnRows:
     def append(self, row: Mapping[str, Any]) -> None:
         self.add(*(float("nan") if n in self.floats and row.get(n) is None else row.get(n) for n in self.names))
 
-    def extend(self, rows: "ColumnRows | list[Mapping[str, Any]]") -> None:
+    def extend(self, rows: ColumnRows | list[Mapping[str, Any]]) -> None:
         if isinstance(rows, ColumnRows):
             for n in self.names:
                 self.cols[n].extend(rows.cols[n])
@@ -86,7 +87,7 @@ class ColumnRows:
     def __len__(self) -> int:
         return len(self.cols[self.names[0]])
 
-    def __getitem__(self, rows: slice) -> "ColumnRows":
+    def __getitem__(self, rows: slice) -> ColumnRows:
         """The rows of a slice (the rows a batch added: `memo.Capture`), as another ColumnRows."""
         if not isinstance(rows, slice):
             raise TypeError("ColumnRows is sliced, not indexed (iterate for dict rows)")
