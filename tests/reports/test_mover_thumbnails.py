@@ -136,3 +136,17 @@ def test_the_pdf_shows_them_too(demo_bundle, tmp_path):
     n_movers = len(re.findall(r'<span class="mover">', html)) * 2
     n_mover_imgs = sum(1 for w, h in sizes if max(w, h) <= SIZE)
     assert n_movers > 0 and n_mover_imgs >= n_movers
+
+
+def test_making_them_is_never_silent(demo_bundle, capsys):
+    """Off a terminal, one plain progress line per stretch of decoding (and one at the end), like every stage."""
+    from scoreaudit import api
+
+    ir, _ = api.compile(demo_bundle.parent / "demo.audit", tables=False)
+    capsys.readouterr()
+    make_mover_thumbnails(ir, demo_bundle.parent / "demo.audit", demo_bundle, progress=True)
+    err = capsys.readouterr().err
+    n = len({(a, i) for (a, _, _), t in _reference_movers(demo_bundle, PER_CELL).items() for i, _ in t})
+    assert f"progress: thumbnails of the top movers {n}/{n} (100%)" in err, err
+    make_mover_thumbnails(ir, demo_bundle.parent / "demo.audit", demo_bundle)
+    assert "progress:" not in capsys.readouterr().err

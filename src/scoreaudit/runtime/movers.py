@@ -99,20 +99,19 @@ def _records(ir, arm_name: str, spec_dir: Path, root: Path | None, out_dir: Path
 
 
 def make_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None,
-                          per_cell: int = PER_CELL, size: int = SIZE, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+                          per_cell: int = PER_CELL, size: int = SIZE, max_bytes: int = MAX_BYTES,
+                          progress: bool = False) -> dict[str, Any]:
     """{size, per_cell, images: {key: base64 JPEG}} for the first `per_cell` movers of every within-image cell
-    of the bundle in `out_dir` (its results.json and scores table), until `max_bytes` of text is stored."""
+    of the bundle in `out_dir` (its results.json and scores table), until `max_bytes` of text is stored.
+    `progress`: a bar (plain lines off a terminal) per image decoded: region detection on large images can
+    take a while, and a run is never silent."""
     import pandas as pd
 
-    from scoreaudit.plugins.base import ImageFailure
-    from scoreaudit.registry import load_plugins, operators as operator_registry
-    from scoreaudit.runtime.images import Decoded, decode_record
-    from scoreaudit.runtime.regions import RegionEvaluator
-    from scoreaudit.runtime.thumbnails import thumbnail
+    from scoreaudit.plainprogress import stage_bar
+    from scoreaudit.registry import load_plugins
 
     out_dir = Path(out_dir)
-    images: dict[str, str] = {}
-    empty = {"size": size, "per_cell": per_cell, "images": images}
+    empty: dict[str, Any] = {"size": size, "per_cell": per_cell, "images": {}}
     results_path, scores_path = out_dir / "results.json", out_dir / "tables" / "scores.parquet"
     if not results_path.is_file() or not scores_path.is_file():
         return empty
@@ -123,8 +122,26 @@ def make_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: 
     scores = pd.read_parquet(scores_path, columns=["arm", "image_id", "operator", "dose", "scorer", "score"])
     movers = rank_movers(scores, ops, wanted, shown=per_cell)
     load_plugins()
-    spec_dir = Path(spec_path).resolve().parent
+    n_images = len({(arm, m["image_id"]) for (arm, _, _), top in movers.items() for m in top})
+    bar = stage_bar(progress, "thumbnails of the top movers", n_images)
+    try:
+        return _store(ir, movers, Path(spec_path).resolve().parent, root, out_dir, empty, size, max_bytes, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _store(ir, movers: dict, spec_dir: Path, root: Path | None, out_dir: Path, empty: dict, size: int,
+           max_bytes: int, bar) -> dict[str, Any]:
+    """Decode each mover once, sweep its operator to the dose, store both thumbnails until `max_bytes`."""
+    from scoreaudit.plugins.base import ImageFailure
+    from scoreaudit.registry import operators as operator_registry
+    from scoreaudit.runtime.images import Decoded, decode_record
+    from scoreaudit.runtime.regions import RegionEvaluator
+    from scoreaudit.runtime.thumbnails import thumbnail
+
     evaluator = RegionEvaluator(ir.regions) if ir.regions else None
+    images: dict[str, str] = empty["images"]
     records: dict[str, dict] = {}
     decoded: dict[tuple[str, str], Any] = {}  # (arm, id) -> (image, masks) or None when it cannot be read
     used = 0
@@ -147,6 +164,8 @@ def make_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: 
                         except ImageFailure:
                             got = None
                 decoded[(arm, m["image_id"])] = got
+                if bar is not None:
+                    bar.advance(1, m["image_id"])
             got = decoded[(arm, m["image_id"])]
             if got is None:
                 continue
@@ -162,18 +181,19 @@ def make_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: 
             new = {k: thumbnail(v, None, size) for k, v in ((key_o, image), (key_v, variant)) if k not in images}
             cost = sum(len(v) for v in new.values())
             if used + cost > max_bytes:
-                return empty | {"images": images, "capped": True}
+                return {**empty, "capped": True}
             images.update(new)
             used += cost
     return empty
 
 
-def write_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None) -> Path | None:
+def write_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None,
+                           progress: bool = False) -> Path | None:
     """Write `mover_thumbnails.json` into the bundle unless the report block says `thumbnails: false`."""
     path = Path(out_dir) / FILE
     if not getattr(ir.report, "thumbnails", True):
         path.unlink(missing_ok=True)
         return None
-    data = make_mover_thumbnails(ir, spec_path, out_dir, root)
+    data = make_mover_thumbnails(ir, spec_path, out_dir, root, progress=progress)
     path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True), encoding="utf-8")
     return path
