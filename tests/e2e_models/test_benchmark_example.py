@@ -24,7 +24,7 @@ pytest.importorskip("open_clip", reason="the models extra is not installed")
 
 from plan_forward import assert_forward_passes_match  # noqa: E402
 
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.slow, pytest.mark.models]  # slow: model e2e: whole audits with tiny models
 
 REPO = Path(__file__).resolve().parents[2]
 

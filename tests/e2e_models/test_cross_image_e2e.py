@@ -24,7 +24,7 @@ pytest.importorskip("torch", reason="the models extra is not installed (pip inst
 pytest.importorskip("transformers", reason="the models extra is not installed")
 pytest.importorskip("open_clip", reason="the models extra is not installed (its CLIP vocabulary builds the tokenizer)")
 
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.slow, pytest.mark.models]  # slow: model e2e: whole audits with tiny models
 
 REPO = Path(__file__).resolve().parents[2]
 OUTCOMES = {"supported", "refuted", "inconclusive"}

@@ -22,7 +22,7 @@ pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstr
 from scoreaudit import api  # noqa: E402
 from scoreaudit.testing.tiny_diffusion import save_tiny_sd  # noqa: E402
 
-pytestmark = pytest.mark.timeout(1500)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # slow: Ray: a local cluster per test
 
 SPEC = '''audit "Generated" { seed: 1 }
 scorer p = planted(fidelity: 0.5, noise: 0.1)

@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 from scoreaudit.grammar.ast import strip_spans
 from scoreaudit.compiler.fmt import format_module
 from scoreaudit.grammar.parser import parse
+import pytest
+
+pytestmark = pytest.mark.slow  # fuzz: hypothesis over generated specs
 
 # keywords are fine as argument names and values, so include a few
 names = st.sampled_from(["a", "skin", "x1", "light_rest", "by", "from", "to", "under", "on", "of", "step", "_z"])

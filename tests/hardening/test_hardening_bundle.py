@@ -138,6 +138,7 @@ def test_unknown_report_format_is_a_usage_error(bundle, capsys):
     assert "unknown report format(s) docx" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 45 s over its five files, measured
 @pytest.mark.parametrize("name", ["results.json", "ir.json", "manifest.json", "lock.json", "run.json"])
 def test_type_confused_bundle_json_never_gives_a_traceback(bundle, tmp_path, capsys, name):
     """Every top-level key of each file, and 40 random deeper values, replaced by values of other JSON types."""

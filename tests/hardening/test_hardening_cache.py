@@ -173,6 +173,7 @@ def test_a_damaged_step_value_never_reaches_the_tables_through_a_memo(tmp_path, 
     assert _all_intact(cache)
 
 
+@pytest.mark.slow  # Ray (12 s measured)
 def test_ray_tasks_check_checksums_and_the_driver_replaces_the_value(tmp_path, capsys):
     """Under --executor ray the tasks read stored bytes and check them (the shared `open_rows`); the
     damaged value is recomputed, reported by the run and replaced by the driver."""

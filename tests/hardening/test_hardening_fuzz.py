@@ -25,6 +25,8 @@ from scoreaudit.grammar import vocabulary
 from scoreaudit.grammar.parser import parse
 from scoreaudit.registry import REGISTRIES, load_plugins
 
+pytestmark = pytest.mark.slow  # fuzz: grammar-aware fuzzing (11 s measured)
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.audit"))
 N = int(os.environ.get("SCOREAUDIT_FUZZ_N", "3000"))

@@ -136,6 +136,7 @@ def test_close_clears_diagnostics(client):
     assert client.diagnostics(uri) == []
 
 
+@pytest.mark.slow  # the server's debounce really sleeps (4 s measured)
 def test_debounce_checks_the_last_text_once():
     """Five quick edits within the debounce window publish once, for the last version."""
     c = Client(debounce_ms=1000)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from share_site import canonical, pins  # noqa: E402
 
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.slow, pytest.mark.models]  # slow: builds and runs the official packages' own venvs
 
 #: what each driver in tests/models imports from the official package (its scoring path)
 IMPORTS = {

@@ -24,7 +24,7 @@ from scoreaudit import api  # noqa: E402
 
 from probe_testutil import project  # noqa: E402
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # slow: Ray: a local cluster per test
 
 SPEC = '''audit "Ray pipelines" { seed: 1  bootstrap: 100 }
 scorer p = planted(fidelity: 0.5, noise: 0.1)

@@ -11,7 +11,7 @@ import pytest
 
 from scoreaudit.reports.sentences import cell_sentence
 
-pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")]  # slow: PDF renders (weasyprint)
 
 
 def _text(pdf) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # slow: Ray: a local cluster per test
 
 
 def test_a_local_ray_instance_listens_on_the_loopback_only():

@@ -30,7 +30,7 @@ from scoreaudit.runtime.executor import execute
 # tests/conftest.py, before any module imports ray.
 pytest.importorskip("ray", reason="the ray extra is installed by scripts/bootstrap.sh test")
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # slow: Ray: a local cluster per test
 
 
 def _free_port() -> int:

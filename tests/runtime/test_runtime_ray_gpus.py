@@ -27,7 +27,7 @@ from scoreaudit.runtime.tables import Tables
 # Ray's token authentication (one random token for every Ray process of the session) is set in
 # tests/conftest.py, before any module imports ray.
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # slow: Ray: a local cluster per test
 
 
 class _Model:  # a scorer that would load a torch model (never built here)

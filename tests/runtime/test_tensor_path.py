@@ -37,6 +37,8 @@ from scoreaudit.compiler.ir import MeasureIR, OperatorIR, RegionCallIR, RegionIR
 from scoreaudit.registry import REGISTRIES, load_plugins  # noqa: E402
 from scoreaudit.runtime.executor import execute  # noqa: E402
 
+pytestmark = pytest.mark.slow  # whole runs on the CPU torch path (a 114 s module fixture measured)
+
 load_plugins(entry_points=False)
 
 # Every registered operator: (declared name, params, doses); identity from the registry.

@@ -76,6 +76,7 @@ def _calibration():
     return mod
 
 
+@pytest.mark.slow  # a sweep over every statistic kind (7 s measured)
 def test_no_statistic_kind_supports_a_cell_against_its_estimate():
     """Every kind of the calibration grid, at its null: a supported cell's estimate is on the claim's side."""
     from scoreaudit.stats.context import StatContext

@@ -71,6 +71,7 @@ def _credit_sets(seed: int, n_sets: int):
         yield rng.choice([1.0, 0.0, -1.0], size=n, p=probs), np.array([f"c{j}" for j in rng.integers(0, max(n // 3, 2), n)])
 
 
+@pytest.mark.slow  # 47 s measured
 @pytest.mark.parametrize("clustered", [False, True])
 def test_p_at_most_alpha_exactly_when_the_interval_bound_is_beyond_the_threshold(clustered):
     """At every threshold but 0.5 (and at 0.5 too with clusters) support and the interval are one method."""
@@ -96,6 +97,7 @@ def test_p_at_most_alpha_exactly_when_the_interval_bound_is_beyond_the_threshold
     assert checked > 5000
 
 
+@pytest.mark.slow  # 9 s measured
 def test_at_half_the_untied_binomial_and_the_half_credit_estimate_agree_in_direction():
     """Every (wins, ties, losses) with n ≤ 30: the exact binomial on untied pairs (scipy) and the estimate
     (ties half) are on the same side of 0.5, so the estimate's veto never overrides the test there."""
@@ -114,6 +116,7 @@ def test_at_half_the_untied_binomial_and_the_half_credit_estimate_agree_in_direc
                             (wins, ties, losses, side)
 
 
+@pytest.mark.slow  # calibration (23 s measured)
 def test_clustered_accuracy_keeps_its_level_where_the_pairwise_test_does_not():
     """Planted: 30 clusters of 8 pairs; a cluster's untied pairs are right with its own probability
     p_c ~ Beta(1.25, 0.75) (mean 0.625, strong within-cluster correlation) and 20% of pairs tie, so the mean

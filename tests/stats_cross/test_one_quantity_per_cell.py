@@ -99,6 +99,7 @@ def test_without_ties_the_sign_flip_is_mcnemars_exact_test():
     assert est.detail["signflip"]["p_two_sided"] == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-12)
 
 
+@pytest.mark.slow  # 13 s measured
 def test_the_interval_inverts_the_test_at_every_threshold():
     rng = np.random.default_rng(2)
     outs = [(rng.choice(list("rtw"), p=[.7, .1, .2]), rng.choice(list("rtw"), p=[.5, .1, .4])) for _ in range(60)]
@@ -166,6 +167,7 @@ def _clustered_correlation_tables(seed=0, n_clusters=40, per=5):
     return {"images": pd.DataFrame(images), "scores": pd.DataFrame(scores)}
 
 
+@pytest.mark.slow  # 15 s measured
 def test_correlation_p_respects_declared_clusters():
     from tests.stats_cross.test_comparisons import _call
 

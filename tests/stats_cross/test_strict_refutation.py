@@ -36,6 +36,7 @@ def test_an_interval_strictly_below_refutes():
     assert number_outcome(est, GREATER0, est.p_greater(0.0), ALPHA) == "refuted"
 
 
+@pytest.mark.slow  # random designs (23 s measured)
 def test_refutation_agrees_with_the_opposite_test_over_random_small_designs():
     # 120 random compositions of 10 pairs (s1 right/wrong/tied against s2 right/wrong): refuted ⟺ p(θ ≥ 0) ≤ α,
     # the duality the sign-flip interval promises (it holds at the threshold only under the strict rule)
