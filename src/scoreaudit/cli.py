@@ -357,6 +357,11 @@ def cmd_view(args) -> int:
     except ImportError as e:  # starlette / uvicorn
         _err(f"error: scoreaudit view needs the view extra ({e.name or e}): pip install 'scoreaudit[view]'")
         return int(Exit.ENVIRONMENT)
+    missing = [d for d in args.dirs if not Path(d).is_dir()]
+    if missing:  # a typo in a path is a usage slip, not a bundle to show as broken
+        for d in missing:
+            _err(f"error: {safe_text(str(d))}: no such folder (give the results folder of `scoreaudit run --out`)")
+        return int(Exit.IO)
     serve(args.dirs, port=args.port, echo=lambda line: print(safe_text(line), flush=True))
     return Exit.OK
 

@@ -246,6 +246,14 @@ def test_a_port_in_use_is_one_line_and_exit_6(two_bundles, capsys):
     assert "choose another --port" in capsys.readouterr().err
 
 
+def test_a_folder_that_does_not_exist_is_exit_6_before_anything_listens(two_bundles, tmp_path, capsys):
+    from scoreaudit import cli
+
+    assert cli.main(["view", str(two_bundles[0]), str(tmp_path / "no-such-run")]) == 6
+    err = capsys.readouterr().err
+    assert "no-such-run: no such folder" in err and "serving on" not in err
+
+
 def test_prereg_page_lists_each_deviation(two_bundles, tmp_path):
     a, _ = two_bundles
     d = tmp_path / "dev"
