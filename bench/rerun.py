@@ -107,7 +107,14 @@ def _hashes(folder: Path) -> dict[str, str]:
             for p in folder.rglob("*") if p.is_file()}
 
 
-def cli_bench(work: Path, spec: Path, source: str) -> int:
+def _record(out: Path) -> dict:
+    import json
+
+    path = out / "render.json"  # none from a tool before the render cache (--src of an older tree)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def cli_bench(work: Path, spec: Path, source: str, tool_src: Path | None = None) -> int:
     """The whole `scoreaudit run` command: first, nothing changed, one hypothesis edited."""
     import json
 
@@ -115,14 +122,14 @@ def cli_bench(work: Path, spec: Path, source: str) -> int:
     # the tool's code as it is now, copied outside the checkout: on a shared tree another engineer's commit
     # between two runs moves results.json's git commit (shown in the report) and rightly re-renders it
     src = work / "tool" / "src"
-    shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(tool_src or ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
     first = _cli_run(spec, out, src)
-    rec1 = json.loads((out / "render.json").read_text(encoding="utf-8"))
+    rec1 = _record(out)
     pdf1 = (out / "report.pdf").read_bytes() if (out / "report.pdf").exists() else None
     files1 = _hashes(out)
     results1 = json.loads((out / "results.json").read_text(encoding="utf-8"))
     cached = _cli_run(spec, out, src)
-    rec2 = json.loads((out / "render.json").read_text(encoding="utf-8"))
+    rec2 = _record(out)
     pdf2 = (out / "report.pdf").read_bytes() if pdf1 is not None else None
     moved = sorted(k for k, v in _hashes(out).items() if files1.get(k) != v and k not in ("run.log", "manifest.json"))
     print(f"bundle files that differ after the unchanged re-run: {', '.join(moved) or 'none'}")
@@ -136,7 +143,7 @@ def cli_bench(work: Path, spec: Path, source: str) -> int:
     assert edited != source, "the demo's H2 threshold moved: edit another hypothesis here"
     spec.write_text(edited, encoding="utf-8")
     hyp = _cli_run(spec, out, src)
-    rec3 = json.loads((out / "render.json").read_text(encoding="utf-8"))
+    rec3 = _record(out)
     reused = rec1 == rec2 and pdf1 == pdf2
     rerendered = rec3.get("report.html", {}).get("key") != rec2.get("report.html", {}).get("key")
     print(f"{'scoreaudit run':<16}{'wall s':>9}{'/ first':>9}{'load':>7}")
@@ -147,7 +154,7 @@ def cli_bench(work: Path, spec: Path, source: str) -> int:
           f"{hyp[0] / first[0]:.1%} (target ≤ 10%): {'PASS' if ok else 'FAIL'}")
     print(f"unchanged re-run reused the report: {bool(rec1 == rec2)} (PDF bytes equal: {reused}); "
           f"the edit rendered it again: {rerendered}")
-    return 0 if ok and rec1 == rec2 and rerendered else 1
+    return 0 if ok and rec1 and rec1 == rec2 and rerendered else 1
 
 
 def main(argv=None) -> int:
@@ -160,6 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="profile the stats-only re-run")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--cli", action="store_true", help="time the whole `scoreaudit run` command (module docstring)")
+    ap.add_argument("--src", type=Path, default=None, help="with --cli: the tool's src/ to run (default: this "
+                                                           "checkout's; e.g. an older tree exported by git archive)")
     args = ap.parse_args(argv)
     n = args.n or SIZES[args.size]
 
@@ -184,7 +193,7 @@ def main(argv=None) -> int:
               f"cache {cache}", flush=True)
 
         if args.cli:
-            return cli_bench(work, spec, source)
+            return cli_bench(work, spec, source, args.src)
         first = _timed_run(spec, work / "out1", cache)
         cached = _timed_run(spec, work / "out2", cache)
         edited = source.replace("abs(asymmetry(light)) < 0.1", "abs(asymmetry(light)) < 0.2")

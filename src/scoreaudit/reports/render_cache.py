@@ -106,7 +106,7 @@ def current(bundle: Path, name: str, key: str) -> bool:
             and entry.get("sha256") == _sha256_file(path))
 
 
-def adopt(source: Path, bundle: Path, name: str, key: str) -> bool:
+def adopt(source: Path | None, bundle: Path, name: str, key: str) -> bool:
     """Copy source/name into `bundle` when it is current for `key` there (a previous bundle); True if copied."""
     if source is None or Path(source).resolve() == Path(bundle).resolve() or not current(source, name, key):
         return False
