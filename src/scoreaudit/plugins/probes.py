@@ -14,7 +14,7 @@ import math
 from typing import Annotated, Any, Literal, Optional, Sequence
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from scoreaudit.plugins.arms import Guidance, ImageSize, TemplateValue
 from scoreaudit.registry import Params, Ref, probe_measures, probes
@@ -49,6 +49,21 @@ class RenoParams(Params):
     # PNGs copied into the run's output per trajectory: first and last (default), or every iteration; the
     # probe store next to the cache keeps every iteration either way
     keep: Literal["all", "ends"] = "ends"
+    # SeedSelect initialisation: a manifest (column `path`) of reference images; each trajectory's initial
+    # noise is first moved towards an image whose CLIP embedding matches theirs (runtime/seedselect.py)
+    seedselect: Optional[str] = None
+    seedselect_steps: int = Field(20, ge=1, le=10_000)
+    seedselect_lr: float = Field(5.0, gt=0, le=1e6)
+    # the CLIP model whose image embeddings are matched (as for clip_attribute)
+    seedselect_model: str = "openai/clip-vit-large-patch14"
+
+    @model_validator(mode="after")
+    def _seedselect_options(self):
+        given = [k for k in ("seedselect_steps", "seedselect_lr", "seedselect_model") if k in self.model_fields_set]
+        if given and self.seedselect is None:
+            raise ValueError(f"`{given[0]}` sets up SeedSelect, which needs `seedselect:` (a manifest of "
+                             "reference images)")
+        return self
 
     @field_validator("seeds")
     @classmethod
@@ -75,7 +90,9 @@ class Reno:
     do, and `incompressibility`, the distribution-free baseline; the other classical scorers, planted and
     precomputed scorers are a compile error, E0855). The pipeline is loaded
     like a generated arm's (local folder or Hugging Face cache, never downloaded); every trajectory is
-    cached by content, so a killed run resumes.
+    cached by content, so a killed run resumes. `seedselect:` (a manifest of reference images) starts each
+    trajectory from a noise searched to match them (SeedSelect; `seedselect_steps`, `seedselect_lr`,
+    `seedselect_model`), cached by its inputs.
     """
 
 
@@ -335,9 +352,10 @@ class Anchor:
         return out
 
 
-def read_labelled_images(manifest: str, path_col: str, label_col: str, base_dir, what: str
+def read_labelled_images(manifest: str, path_col: str, label_col: Optional[str], base_dir, what: str
                          ) -> list[tuple[np.ndarray, str]]:
-    """(RGB uint8 image, label) per row of a labelled manifest under the spec's folder (paths relative to it).
+    """(RGB uint8 image, label) per row of a manifest under the spec's folder (paths relative to it); with
+    `label_col` None the manifest needs only its path column and every label is "".
 
     Every file must lie under the spec's folder (the one containment check) and be a regular file.
     """
@@ -359,14 +377,15 @@ def read_labelled_images(manifest: str, path_col: str, label_col: str, base_dir,
     except (OSError, UnsafePath, UnicodeDecodeError) as exc:
         raise ScorerUnavailable(f"{what}: cannot read the manifest '{manifest}' ({exc})") from None
     reader = csv.DictReader(io.StringIO(text), delimiter="\t" if manifest.lower().endswith(".tsv") else ",")
-    missing = [c for c in (path_col, label_col) if c not in (reader.fieldnames or [])]
+    missing = [c for c in (path_col, label_col) if c is not None and c not in (reader.fieldnames or [])]
     if missing:
         raise ScorerUnavailable(f"{what}: the manifest '{manifest}' has no column {missing[0]!r} (columns: "
                                 f"{', '.join(reader.fieldnames or [])})")
     rows = []
     for k, row in enumerate(reader, start=2):
-        rel, lab = (row.get(path_col) or "").strip(), (row.get(label_col) or "").strip()
-        if not rel or not lab:
+        rel = (row.get(path_col) or "").strip()
+        lab = (row.get(label_col) or "").strip() if label_col is not None else ""
+        if not rel or (label_col is not None and not lab):
             raise ScorerUnavailable(f"{what}: row {k} of '{manifest}' has no {path_col if not rel else label_col}")
         img_path = base / rel
         if not inside(img_path, base):

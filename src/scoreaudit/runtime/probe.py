@@ -53,6 +53,7 @@ class Trajectory:
     seed: int
     cluster: str  # one cluster per prompt
     key: str
+    init: str | None = None  # the SeedSelect key of its initial noise (runtime/seedselect.py); None: z₀ from the seed
 
 
 def prompt_rows(probe: ProbeIR, spec_dir: Path, allow_outside: bool = False) -> list[dict]:
@@ -82,14 +83,29 @@ def trajectories(probe: ProbeIR, spec_dir: Path, identity: str, dtype: str, scor
                                       "negative_prompt")}
     if p.get("timestep") is not None:  # only when given, so the keys of earlier trajectories stay valid
         settings["timestep"] = int(p["timestep"])
+    refs = None
+    if p.get("seedselect"):
+        from scoreaudit.runtime.seedselect import references_digest
+
+        try:
+            refs = references_digest(p, spec_dir)
+        except OSError as exc:
+            raise _error(probe.name, f"cannot read the SeedSelect references '{p['seedselect']}' ({exc})",
+                         "give `seedselect:` a .csv under the spec's folder with a `path` column", kind="probe") \
+                from None
     out = []
     for i, row in enumerate(rows):
         for seed in seed_list(p.get("seeds", 1)):
-            payload = json.dumps({"v": PROBE_KEY_VERSION, "pipeline": identity, "prompt": row["prompt"],
-                                  "seed": seed, "size": [h, w], "dtype": dtype, "settings": settings,
-                                  "scorer": scorer_key}, sort_keys=True)
+            body = {"v": PROBE_KEY_VERSION, "pipeline": identity, "prompt": row["prompt"], "seed": seed,
+                    "size": [h, w], "dtype": dtype, "settings": settings, "scorer": scorer_key}
+            init = None
+            if refs is not None:  # only with SeedSelect, so the keys of earlier trajectories stay valid
+                from scoreaudit.runtime.seedselect import init_key
+
+                init = body["init"] = init_key(identity, row["prompt"], seed, (h, w), dtype, p, refs)
+            payload = json.dumps(body, sort_keys=True)
             out.append(Trajectory(f"p{i:04d}_s{seed}", row["prompt"], seed, f"p{i:04d}",
-                                  hashlib.sha256(payload.encode("utf-8")).hexdigest()))
+                                  hashlib.sha256(payload.encode("utf-8")).hexdigest(), init))
     return out
 
 
@@ -248,16 +264,27 @@ def noise_nll(z) -> Any:
     return -((d / 2.0 - 1.0) * torch.log(k) - k / 2.0)
 
 
+def initial_noise(gen: OneStep, seed: int):
+    """z₀ ~ N(0, I) drawn on the CPU from the seed (1 × latent shape)."""
+    import torch
+
+    return torch.randn(gen.latent_shape(), generator=torch.Generator("cpu").manual_seed(int(seed)),
+                       dtype=torch.float32).unsqueeze(0)
+
+
 def optimise(gen: OneStep, scorer, prompt: str, seed: int, p: dict, scorer_prompt: str | None,
-             on_step: Callable[[], None] = lambda: None) -> tuple[list[np.ndarray], list[dict]]:
-    """The images (uint8 H×W×3) and trace rows (score, noise norm, loss) of one trajectory, iteration 0 first."""
+             on_step: Callable[[], None] = lambda: None, z_init: np.ndarray | None = None
+             ) -> tuple[list[np.ndarray], list[dict]]:
+    """The images (uint8 H×W×3) and trace rows (score, noise norm, loss) of one trajectory, iteration 0 first.
+
+    `z_init`: the initial noise (SeedSelect's ε₀) instead of the seed's draw.
+    """
     import torch
 
     lam = 1.0 if p.get("direction", "maximize") == "maximize" else -1.0
     reg, clip, lr = float(p.get("regulariser", 0.01)), float(p.get("grad_clip", 0.1)), float(p["lr"])
-    z0 = torch.randn(gen.latent_shape(), generator=torch.Generator("cpu").manual_seed(int(seed)),
-                     dtype=torch.float32)
-    z = z0.unsqueeze(0).to(gen.device).requires_grad_(True)
+    z0 = initial_noise(gen, seed) if z_init is None else torch.as_tensor(np.asarray(z_init, np.float32))[None]
+    z = z0.to(gen.device).requires_grad_(True)
     cond = gen.condition(prompt, p.get("negative_prompt"))
     images, trace = [], []
     n = int(p["iterations"])
@@ -376,15 +403,37 @@ def one_step(name: str, pipe, p: dict, device: str, dtype: str) -> OneStep:
 
 
 def _local_trajectories(probe: ProbeIR, p: dict, folder: Path, device: str, dtype: str, scorer_slot,
-                        todo: list[Trajectory], advance: Callable[[int], None]):
-    """(trajectory, images, trace) of each trajectory to do, optimised in this process."""
+                        todo: list[Trajectory], advance: Callable[[int], None], *, spec_dir: Path | None = None,
+                        store: Path | None = None, counts: dict | None = None):
+    """(trajectory, images, trace) of each trajectory to do, optimised in this process (after SeedSelect
+    finds its initial noise, from the store when it is there; `counts` tallies searched and reused)."""
     make = Generator(probe.name, p, folder, device, dtype, kind="probe")
     make._load()
     gen = one_step(probe.name, make.pipe, p, device, dtype)
     scorer = scorer_slot.instance
     sprompt = scorer_slot.params.get("prompt") if isinstance(scorer_slot.params.get("prompt"), str) else None
+    target = None
     for t in todo:
-        images, trace = optimise(gen, scorer, t.prompt, t.seed, p, sprompt, on_step=lambda: advance(1))
+        z_init, info = None, None
+        if t.init is not None:
+            from scoreaudit.runtime import seedselect
+
+            hit = seedselect.cached(store, t.init)
+            if hit is None:
+                if target is None:
+                    target = seedselect.Target(p, spec_dir, device)
+                cond = gen.condition(t.prompt, p.get("negative_prompt"))
+                z_init, info = seedselect.select(gen, cond, initial_noise(gen, t.seed), p, target, noise_nll)
+                seedselect._commit(store, t.init, z_init, info)
+                counts["searched"] += 1
+            else:
+                z_init, info = hit
+                counts["reused"] += 1
+        images, trace = optimise(gen, scorer, t.prompt, t.seed, p, sprompt, on_step=lambda: advance(1),
+                                 z_init=z_init)
+        if info is not None:  # the search's similarity to the references, on the trajectory's first row
+            trace[0] = {**trace[0], "seedselect_similarity_first": info["similarity_first"],
+                        "seedselect_similarity_last": info["similarity_last"]}
         yield t, images, trace
 
 
@@ -402,6 +451,7 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
     trajs = trajectories(probe, spec_dir, identity, dtype, scorer_identity(scorer_slot), allow_outside)
     todo = [t for t in trajs if not finished(store, t)]
     n_it = int(p["iterations"])
+    seeds = {"searched": 0, "reused": 0}  # SeedSelect's initial noises: found now, or from the store
     note(f"probe {probe.name}: {len(trajs)} trajectories × {n_it} iterations, {len(trajs) - len(todo)} from the "
          f"store, {len(todo)} new (pipeline {identity[:60]}, scorer {probe.scorer}, dtype {dtype})")
     if todo:
@@ -409,7 +459,13 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
         if progress is not None:
             progress.task(label, len(todo) * (n_it + 1))
         started = time.perf_counter()
-        runs = remote.trajectories if remote is not None else _local_trajectories
+        if remote is not None and p.get("seedselect"):
+            raise _error(probe.name, "SeedSelect (`seedselect:`) runs with the local executor only",
+                         "run without `--executor ray`, or leave `seedselect:` out", kind="probe")
+        from functools import partial
+
+        runs = remote.trajectories if remote is not None else partial(_local_trajectories, spec_dir=spec_dir,
+                                                                      store=store, counts=seeds)
         for t, images, trace in runs(probe, p, folder, device, dtype, scorer_slot, todo,
                                      (lambda n: progress.advance(label, n)) if progress is not None
                                      else (lambda n: None)):
@@ -460,9 +516,11 @@ def run_probe(probe: ProbeIR, *, scorer_slot, spec_dir: Path, out_dir: Path, sto
     for r in trace_rows:
         wr.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
     (dest / "trace.csv").write_text(buf.getvalue(), encoding="utf-8")
-    return rows, {"trajectories": len(trajs), "optimised": len(todo), "reused": len(trajs) - len(todo),
-                  "iterations": n_it, "pipeline": identity, "dtype": dtype, "scorer": probe.scorer,
-                  "_thumbs": thumbs}
+    info = {"trajectories": len(trajs), "optimised": len(todo), "reused": len(trajs) - len(todo),
+            "iterations": n_it, "pipeline": identity, "dtype": dtype, "scorer": probe.scorer, "_thumbs": thumbs}
+    if p.get("seedselect"):
+        info["seedselect"] = dict(seeds)
+    return rows, info
 
 
 def write_probe_thumbnails(ir: AuditIR, info: dict, out_dir: Path) -> None:
