@@ -143,3 +143,8 @@ def test_delta_nsfw_by_gender_is_the_hand_counted_rate_change_with_its_t_interva
 
     words = cell_sentence(cells["N1.1/pick/p@gender=woman"])
     assert "nsfw drifts by" in words and " share " in words, words
+    # the difference by gender says which prompts each side reads, and its unit (was: both sides
+    # "probe drift of nsfw", the `where` and the unit left out)
+    words = cell_sentence(cells["N1.3/pick/p"])
+    assert "probe drift of nsfw where gender = woman minus that where gender = man is" in words, words
+    assert " share " in words, words

@@ -72,7 +72,8 @@ def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] 
     probes = (ra.get("probe"), rb.get("probe"))
     same_arm = ra["arm"] == rb["arm"] and probes[0] == probes[1]
     same_where = list(ra.get("where") or []) == list(rb.get("where") or [])
-    strip = ("probe",)  # readings under two probes: the same statistic, said once
+    # readings under two probes, or two `where` selections of one probe: the same statistic, said once
+    strip = ("probe", "where")
     same_stat = (ra["statistic"], {k: v for k, v in (ra.get("params") or {}).items() if k not in strip}) == \
         (rb["statistic"], {k: v for k, v in (rb.get("params") or {}).items() if k not in strip})
     if any(probes):  # probe readings (stats/probes.py): under their probes, not on an arm
@@ -83,8 +84,9 @@ def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] 
         lead += f" where {_where(ra['where'])}"
 
     def own(r: dict) -> str:
-        if r.get("probe"):
-            return "" if same_arm else f" under {r['probe']}"
+        if r.get("probe"):  # a probe reading's `where` selects its prompts
+            out = "" if same_arm else f" under {r['probe']}"
+            return out + (f" where {_where(r['where'])}" if not same_where and r.get("where") else "")
         out = "" if same_arm else f" on {r['arm']}"
         if not same_where and r.get("where"):
             out += f" where {_where(r['where'])}"

@@ -261,7 +261,14 @@ def compare(ctx: StatContext, kind: str, ra, rb) -> Estimate:
     for r in (ra, rb):
         est = ctx.evaluate(r.statistic, None, r.scorer)
         if est.undefined is not None:
-            raise StatError(f"{r.statistic.name} under probe {r.statistic.params['probe']} is undefined: "
+            sp = r.statistic.params
+            what = sp.get("measure") or ""
+            if r.statistic.name == "probe_shift":
+                what = f"{what} = {sp.get('label')}"
+            elif r.statistic.name == "probe_transition":
+                what = f"{what} from {sp.get('initial')} to {sp.get('final')}"
+            where = "".join(f" where {c} = {v}" for c, v in _where(r.statistic))
+            raise StatError(f"{r.statistic.name} of {what}{where} under probe {sp['probe']} is undefined: "
                             f"{est.undefined}")
         ests.append(est)
     pa, pb = ra.statistic.params["probe"], rb.statistic.params["probe"]
@@ -317,7 +324,8 @@ def _reading_detail(r, est: Estimate, level: float) -> dict:
     lo, hi = est.interval(level)
     return {"statistic": r.statistic.name, "params": {k: v for k, v in r.statistic.params.items() if v is not None
                                                       and not isinstance(v, dict)},
-            "arm": None, "probe": r.statistic.params["probe"], "scorer": r.scorer, "where": [],
+            "arm": None, "probe": r.statistic.params["probe"], "scorer": r.scorer,
+            "where": [list(w) for w in _where(r.statistic)],
             "estimate": est.estimate, "ci_low": lo, "ci_high": hi}
 
 
