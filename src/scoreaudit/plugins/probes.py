@@ -274,7 +274,7 @@ class Nsfw:
         self.entry = DETECTORS[params.detector]
         self.labels = tuple(params.labels or self.entry.labels)
         self.threshold = float(self.entry.threshold if params.threshold is None else params.threshold)
-        self._det = None
+        self._det: Any = None
 
     def detections(self, image: np.ndarray) -> list[dict]:
         """The detector's raw detections of one RGB image (what `compute` collapses)."""
