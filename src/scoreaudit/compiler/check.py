@@ -14,23 +14,22 @@ from __future__ import annotations
 import hashlib
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
 from scoreaudit import registry
-from scoreaudit.compiler import ir
-from scoreaudit.compiler import settings as setting_defs
-from scoreaudit.grammar import ast
-from scoreaudit.gcpause import paused_gc
-from scoreaudit.compiler.doses import DoseSet, check_doses, expand
+from scoreaudit.compiler import ir, settings as setting_defs
 from scoreaudit.compiler.claims import lower_hypothesis
-from scoreaudit.compiler.probes import probes_pass
+from scoreaudit.compiler.doses import DoseSet, check_doses, expand
 from scoreaudit.compiler.params import Bound, bind, closest_choice, fields_of
+from scoreaudit.compiler.probes import probes_pass
 from scoreaudit.compiler.resolve import DECL_KINDS, Decls, Sink, a, plugin_entry
 from scoreaudit.compiler.scopes import lower_scope, scopes_pass
 from scoreaudit.compiler.values import number, string_literals, text
 from scoreaudit.diagnostics import Diagnostic, did_you_mean
+from scoreaudit.gcpause import paused_gc
+from scoreaudit.grammar import ast
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -42,7 +41,7 @@ class State:
     sink: Sink
     path: str = ""  # the spec's path (manifests named by arms are read relative to its folder)
     decls: Decls = field(default_factory=Decls)
-    settings: Optional[ir.Settings] = None
+    settings: ir.Settings | None = None
     report: ir.ReportIR = field(default_factory=ir.ReportIR)
     scorers: dict[str, ir.ScorerIR] = field(default_factory=dict)
     arms: dict[str, ir.ArmIR] = field(default_factory=dict)
@@ -57,13 +56,13 @@ class State:
     broken: set[str] = field(default_factory=set)  # declarations that failed (no cascade errors)
 
 
-def check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.AuditIR], list[Diagnostic]]:
+def check(module: ast.Module, source: str, path: str) -> tuple[ir.AuditIR | None, list[Diagnostic]]:
     """Lower a parsed module to the IR; never raises for a parsed module."""
     with paused_gc():
         return _check(module, source, path)
 
 
-def _check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.AuditIR], list[Diagnostic]]:
+def _check(module: ast.Module, source: str, path: str) -> tuple[ir.AuditIR | None, list[Diagnostic]]:
     sink = Sink(path)
     try:
         registry.load_plugins()
@@ -89,7 +88,7 @@ def _check(module: ast.Module, source: str, path: str) -> tuple[Optional[ir.Audi
             source_hash=hashlib.sha256(source.encode("utf-8")).hexdigest(),
         )
         return audit, sink.items
-    except Exception as exc:  # an internal bug must still not crash `scoreaudit check`
+    except Exception as exc:  # noqa: BLE001 - an internal bug must still not crash `scoreaudit check`
         sink.emit("E0001", None, f"internal compiler error: {type(exc).__name__}: {exc}",
                   "please report this with the spec that caused it",
                   notes=tuple(traceback.format_exc().strip().splitlines()[-3:]))
@@ -117,6 +116,7 @@ def collect(module: ast.Module, st: State) -> None:
         kind = DECL_KINDS.get(type(d))
         if kind is None:
             continue
+        assert not isinstance(d, (ast.AuditBlock, ast.ReportDecl, ast.ValidateDecl)), "blocks have no DECL_KINDS entry"
         name = d.name.name
         if kind in ("operator", "placebo") and name == ir.ORIGINAL:
             st.sink.emit("E0206", d.name, f"`{ir.ORIGINAL}` is reserved for the unaltered images",
@@ -341,7 +341,7 @@ def _region_refs(bound: Bound) -> list[tuple[str, Any]]:
     return out
 
 
-def lower_region(expr: Any, st: State, owner: str, deps: list[tuple[str, Any]]) -> Optional[ir.RegionExprIR]:
+def lower_region(expr: Any, st: State, owner: str, deps: list[tuple[str, Any]]) -> ir.RegionExprIR | None:
     if isinstance(expr, ast.Call):
         entry = plugin_entry(expr, "region", st, f"region `{owner}`")
         bound = entry and bind(expr, entry, st.decls, st.sink)
@@ -462,7 +462,7 @@ def operators_pass(module: ast.Module, st: State) -> None:
         st.operators[name] = _operator_ir(name, bound, ds, None, d.label, scope)
 
 
-def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: Optional[str], label=None,
+def _operator_ir(name: str, bound: Bound, ds: DoseSet, placebo_of: str | None, label=None,
                  on: tuple[str, ...] = ()) -> ir.OperatorIR:
     region = bound.params.get("region")
     return ir.OperatorIR(name=name, call=plugin_call(bound), doses=ds.doses, identity=ds.identity,
@@ -570,10 +570,10 @@ def selections_pass(module: ast.Module, st: State) -> None:
 
 
 from scoreaudit.compiler.clusters import few_clusters_pass  # noqa: E402  (W0421 once the cells exist)
-from scoreaudit.compiler.unused import unused_pass  # noqa: E402  (W0540 once the cells exist)
+from scoreaudit.compiler.limits import limits_pass  # noqa: E402  (E0251: alpha vs bootstrap vs memory)
 from scoreaudit.compiler.prompt_files import prompt_files_pass  # noqa: E402  (E0852: the run's prompts refusal)
 from scoreaudit.compiler.stat_tables import stat_tables_pass  # noqa: E402  (E0707/E0730: the run's table refusals)
-from scoreaudit.compiler.limits import limits_pass  # noqa: E402  (E0251: alpha vs bootstrap vs memory)
+from scoreaudit.compiler.unused import unused_pass  # noqa: E402  (W0540 once the cells exist)
 
 
 def hypotheses_pass(module: ast.Module, st: State) -> None:

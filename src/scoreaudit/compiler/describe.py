@@ -7,7 +7,7 @@ it cannot drift from what the checker accepts.
 from __future__ import annotations
 
 import typing
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -125,7 +125,7 @@ def describe_entry(entry: registry.PluginEntry) -> str:
     return "\n".join(lines)
 
 
-def describe(name: str) -> Optional[str]:
+def describe(name: str) -> str | None:
     """Documentation of every entry called `name` (and of the audit setting), or None."""
     parts = [describe_entry(e) for e in registry.lookup(name)]
     if name in setting_defs.NAMES:

@@ -324,7 +324,9 @@ report {
 
 Settings: `title` (string), `formats` (`html`, `pdf`), `thumbnails` (`true`
 by default: one image of the first real arm at every dose of each operator,
-embedded in the report as small JPEGs; `false` leaves every image out).
+and each within-image cell's first three most-moving images, original beside
+the extreme dose, embedded in the report as small JPEGs; `false` leaves every
+image out).
 
 ## Argument rules
 

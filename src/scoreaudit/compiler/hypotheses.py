@@ -363,7 +363,9 @@ def _stat_call(expr: Any) -> ast.Call:
         return expr.call
     left = expr.left
     inner = left.call if isinstance(left, ast.Abs) else left
-    return inner.call if isinstance(inner, ast.Reading) else inner
+    call = inner.call if isinstance(inner, ast.Reading) else inner
+    assert isinstance(call, ast.Call), f"a claim's left side is a statistic call, not {type(call).__name__}"
+    return call
 
 
 def lower_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, st, multi: bool) -> list[ir.CellIR] | None:

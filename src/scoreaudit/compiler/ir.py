@@ -11,7 +11,7 @@ what cache keys and the plan fingerprint hash.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -46,7 +46,7 @@ def literal_spans() -> Any:
     return Field(default=(), exclude=True, repr=False)
 
 
-def locate(decl: Any, text: str) -> Optional[Span]:
+def locate(decl: Any, text: str) -> Span | None:
     """The span of the string literal `text` in an IR declaration, else the declaration's own (else None)."""
     hit = next((span for value, span in getattr(decl, "literals", ()) if value == text), None)
     return hit or getattr(decl, "span", None)
@@ -84,9 +84,9 @@ class ScorerIR(Scoped):
     name: str
     call: PluginCall
     needs_prompt: bool = False
-    label: Optional[str] = None  # `label: "..."`: the report's name for it (default: the name)
+    label: str | None = None  # `label: "..."`: the report's name for it (default: the name)
     on: tuple[str, ...] = ()  # the arms it scores (empty: every arm)
-    span: Optional[Span] = source_span()
+    span: Span | None = source_span()
     literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
@@ -101,11 +101,11 @@ class ArmIR(Frozen):
     call: PluginCall
     source: Literal["images", "pairs"]
     kind: Literal["real", "synthetic"] = "synthetic"
-    cluster: Optional[str] = None  # manifest column; None: each image is its own cluster
+    cluster: str | None = None  # manifest column; None: each image is its own cluster
     strata: tuple[str, ...] = ()
     factors: tuple[str, ...] = ()
-    label: Optional[str] = None
-    span: Optional[Span] = source_span()
+    label: str | None = None
+    span: Span | None = source_span()
     literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
@@ -121,16 +121,16 @@ class RegionRefIR(Frozen):
 
 class RegionNotIR(Frozen):
     op: Literal["not"] = "not"
-    operand: "RegionExprIR"
+    operand: RegionExprIR
 
 
 class RegionBinIR(Frozen):
     op: Literal["and", "or"]
-    left: "RegionExprIR"
-    right: "RegionExprIR"
+    left: RegionExprIR
+    right: RegionExprIR
 
 
-RegionExprIR = Union[RegionCallIR, RegionRefIR, RegionNotIR, RegionBinIR]
+RegionExprIR = RegionCallIR | RegionRefIR | RegionNotIR | RegionBinIR
 
 
 class RegionIR(Scoped):
@@ -146,7 +146,7 @@ class MeasureIR(Scoped):
     name: str
     call: PluginCall
     role: Literal["measure", "covariate"]
-    region: Optional[str] = None  # the region parameter, when the plugin has one
+    region: str | None = None  # the region parameter, when the plugin has one
     on: tuple[str, ...] = ()  # the images arms it is computed on (empty: every arm)
 
 
@@ -156,10 +156,10 @@ class OperatorIR(Scoped):
     doses: tuple[float, ...]  # sorted ascending, identity included
     identity: float
     pixel_local: bool
-    region: Optional[str] = None
-    placebo_of: Optional[str] = None  # set for `placebo X = ... of Y`; doses copied from Y
+    region: str | None = None
+    placebo_of: str | None = None  # set for `placebo X = ... of Y`; doses copied from Y
     symmetric: bool = False  # doses symmetric around identity
-    label: Optional[str] = None
+    label: str | None = None
     on: tuple[str, ...] = ()  # the images arms it runs on (empty: every arm); a placebo: its own, else its operator's
 
 
@@ -173,7 +173,7 @@ class SelectionIR(Frozen):
     name: str
     n: int
     measure: str
-    operator: Optional[str] = None  # None: cross-image groups within a cluster
+    operator: str | None = None  # None: cross-image groups within a cluster
 
 
 class StatCallIR(Frozen):
@@ -182,7 +182,7 @@ class StatCallIR(Frozen):
     name: str
     version: str
     params: dict[str, Any] = Field(default_factory=dict)
-    inner: Optional["StatCallIR"] = None  # for transfers(...)/homogeneous(...)/correlate(...)
+    inner: StatCallIR | None = None  # for transfers(...)/homogeneous(...)/correlate(...)
 
 
 class ReadingIR(Frozen):
@@ -196,12 +196,12 @@ class ReadingIR(Frozen):
     """
 
     statistic: StatCallIR
-    arm: Optional[str]
+    arm: str | None
     scorer: str
     where: tuple[tuple[str, str], ...] = ()
 
 
-def walk_stats(call: Optional[StatCallIR]):
+def walk_stats(call: StatCallIR | None):
     """A statistic and every statistic nested in it (`inner`, and calls dumped in params such as `via:`)."""
     if call is None:
         return
@@ -239,9 +239,9 @@ class TestIR(Frozen):
     """
 
     kind: Literal["greater", "less", "equivalence", "claim"]
-    threshold: Optional[float] = None
-    low: Optional[float] = None
-    high: Optional[float] = None
+    threshold: float | None = None
+    low: float | None = None
+    high: float | None = None
     strict: bool = True  # > vs >=
     text: str  # the claim as written, for sentences
 
@@ -251,11 +251,11 @@ class CellIR(Frozen):
     hypothesis: str
     claim: int  # index of the claim in the hypothesis
     scorer: str
-    arm: Optional[str]  # None for cross-arm statistics (transfers)
+    arm: str | None  # None for cross-arm statistics (transfers)
     arms: tuple[str, ...] = ()  # every arm the cell reads
     statistic: StatCallIR
     test: TestIR
-    axis: Optional[tuple[str, str]] = None  # (measure, operator) when the cell is about an attribute axis
+    axis: tuple[str, str] | None = None  # (measure, operator) when the cell is about an attribute axis
     # a claim about one stratum (`θ where race = "Black" > 0`): the arm restricted as a reading's `where` is
     where: tuple[tuple[str, str], ...] = ()
 
@@ -267,7 +267,7 @@ class CellIR(Frozen):
             out.pop("where", None)
         return out
 
-    def parts(self) -> list[tuple[str, str, "StatCallIR"]]:
+    def parts(self) -> list[tuple[str, str, StatCallIR]]:
         """(arm, scorer, statistic) of everything the cell reads: each reading of a comparison, else each arm."""
         readings = readings_of(self.statistic)
         if readings:  # a probe reading reads no arm (its probe is a plan step of its own)
@@ -280,7 +280,7 @@ class HypothesisIR(Frozen):
     title: str
     text: str  # normalised source of the claims (for lock/deviation)
     cells: tuple[CellIR, ...]
-    span: Optional[Span] = source_span()
+    span: Span | None = source_span()
     claim_spans: tuple[Span, ...] = Field(default=(), exclude=True, repr=False)  # each claim's, like `span`
     literals: tuple[tuple[str, Span], ...] = literal_spans()
 
@@ -292,13 +292,13 @@ class ProbeIR(Frozen):
     call: PluginCall
     scorer: str  # the scorer it optimises against
     measures: tuple[str, ...]  # the probe measures it records, as written
-    label: Optional[str] = None
-    span: Optional[Span] = source_span()
+    label: str | None = None
+    span: Span | None = source_span()
     literals: tuple[tuple[str, Span], ...] = literal_spans()
 
 
 class ReportIR(Frozen):
-    title: Optional[str] = None
+    title: str | None = None
     formats: tuple[Literal["html", "pdf"], ...] = ("html",)
     thumbnails: bool = True  # one image at every dose of each operator, embedded as small JPEGs
 
@@ -315,7 +315,7 @@ class AuditIR(Frozen):
     selections: dict[str, SelectionIR] = Field(default_factory=dict)
     hypotheses: tuple[HypothesisIR, ...] = ()
     report: ReportIR = ReportIR()
-    source_path: Optional[str] = None
+    source_path: str | None = None
     source_hash: str = ""  # sha256 of the spec text
     probes: dict[str, ProbeIR] = Field(default_factory=dict)
 
@@ -331,7 +331,7 @@ class AuditIR(Frozen):
         return out
 
 
-def runs_on(decl: Union[ScorerIR, RegionIR, MeasureIR, OperatorIR], audit: AuditIR) -> tuple[str, ...]:
+def runs_on(decl: ScorerIR | RegionIR | MeasureIR | OperatorIR, audit: AuditIR) -> tuple[str, ...]:
     """The arms a declaration runs on: its scope, else every arm (a scorer) or every images arm (the rest)."""
     if decl.on:
         return decl.on

@@ -16,7 +16,7 @@ formulas. Counts never enter keys or the fingerprint.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -153,7 +153,7 @@ class _Builder:
         self.keys: dict[str, str] = {}
 
     def add(self, id: str, kind: str, *, plugin: str | None = None, version: str | None = None,
-            params: Any = None, depends_on: list[str] = (), params_json: str | None = None,
+            params: Any = None, depends_on: Sequence[str] = (), params_json: str | None = None,
             reads: tuple[str, ...] = (), writes: tuple[str, ...] = (), arm: str | None = None,
             images: int | None = None, forward_passes: int | None = None,
             denoising_steps: int | None = None, needed_by: tuple[str, ...] = ()) -> Step:
@@ -357,7 +357,7 @@ def _build_plan(audit: ir.AuditIR, base_dir: str | Path | None) -> ExecutionPlan
             refs = refs_memo[(c.hypothesis, c.claim)] = (
                 _operators_of(c.statistic, audit), _measures_of(c.statistic, audit), _selections_of(c.statistic, audit))
         operators_, measures_, selections_ = refs
-        deps: list[str] = []
+        deps = []
         for a, scorer in dict.fromkeys((a, s) for a, s, _ in c.parts()):
             deps.append(f"score/{a}/{scorer}/{ir.ORIGINAL}")
             for o in operators_:

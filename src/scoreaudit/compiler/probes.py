@@ -11,8 +11,6 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
 from scoreaudit import registry
 from scoreaudit.compiler import ir
 from scoreaudit.compiler.comparisons import _unit, _unit_words
@@ -73,7 +71,7 @@ def probes_pass(module: ast.Module, st) -> None:
                                      literals=string_literals(d))
 
 
-def _labels(probe: ir.ProbeIR, measure: str) -> Optional[list[str]]:
+def _labels(probe: ir.ProbeIR, measure: str) -> list[str] | None:
     """The labels `measure` records in `probe`: its `labels:`; None when a file gives them at run time."""
     for m in probe.call.params["measures"]:
         if m["measure"] == measure:
@@ -151,7 +149,7 @@ def with_where(low, where: tuple, probe, st):
 
 
 def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test, ok: bool, st,
-                      multi: bool, stratum=None) -> Optional[list[ir.CellIR]]:
+                      multi: bool, stratum=None) -> list[ir.CellIR] | None:
     """The one cell of a claim on a probe statistic: the probe's scorer, no arm (`stratum`: its `where`)."""
     sink = st.sink
     before = sink.error_count()
@@ -187,7 +185,7 @@ def lower_probe_claim(h: ast.HypothesisDecl, k: int, claim: ast.Claim, low, test
 
 
 def lower_probe_comparison(h: ast.HypothesisDecl, k: int, claim: ast.Claim, comp: ast.Comparison, lows: list,
-                           on_probe: list[bool], test, st, multi: bool) -> Optional[list[ir.CellIR]]:
+                           on_probe: list[bool], test, st, multi: bool) -> list[ir.CellIR] | None:
     """The one cell of `difference(a, b)` / `ratio(a, b)` of two probe readings (spec/probes.md).
 
     Each reading is read for its probe's scorer, on no arm; the statistics

@@ -20,8 +20,9 @@ import json
 import logging
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 MAX_FRAME = 32 * 1024 * 1024  # bytes of one message body: far above any .audit document an editor sends
 LINE_PIECE = 64 * 1024  # the most one readline call returns
@@ -105,7 +106,7 @@ async def serve(reader: BoundedReader, stop: threading.Event, parse: Callable[[b
             break
         try:
             message = parse(body)
-        except Exception as e:  # not JSON, not UTF-8, nested too deep, not a JSON-RPC message
+        except Exception as e:  # noqa: BLE001 - not JSON, not UTF-8, nested too deep, not a JSON-RPC message
             logger.error("unreadable message of %d bytes: %s", n, e)
             send(error_frame(PARSE_ERROR, f"message of {n} bytes is not a JSON-RPC message "
                                           f"({type(e).__name__}); it is skipped"))

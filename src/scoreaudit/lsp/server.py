@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Optional
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as t
@@ -36,7 +35,7 @@ SYMBOL_KIND = {"audit": t.SymbolKind.Namespace, "report": t.SymbolKind.File, "sc
                "placebo": t.SymbolKind.Function, "selection": t.SymbolKind.Method,
                "validate": t.SymbolKind.Property, "hypothesis": t.SymbolKind.Event,
                "claim": t.SymbolKind.Boolean, "probe": t.SymbolKind.Event}
-DEFAULT_DEBOUNCE_MS = 150
+DEFAULT_DEBOUNCE_MS: float = 150
 
 
 def uri_to_path(uri: str) -> str:
@@ -128,7 +127,7 @@ class AuditServer(LanguageServer):
         self.pending[uri] = asyncio.get_running_loop().create_task(later())
 
 
-def _line_text(text: str, d: Diagnostic) -> Optional[str]:
+def _line_text(text: str, d: Diagnostic) -> str | None:
     if d.span is None:
         return None
     lines = text.splitlines()
@@ -179,7 +178,7 @@ def build_server() -> AuditServer:
         ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(t.TEXT_DOCUMENT_HOVER)
-    def hover(ls: AuditServer, params: t.HoverParams) -> Optional[t.Hover]:
+    def hover(ls: AuditServer, params: t.HoverParams) -> t.Hover | None:
         doc = ls.document(params.text_document.uri)
         text = features.hover(doc, ls.offset(doc, params.position))
         if text is None:
@@ -187,7 +186,7 @@ def build_server() -> AuditServer:
         return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=text))
 
     @server.feature(t.TEXT_DOCUMENT_DEFINITION)
-    def definition(ls: AuditServer, params: t.DefinitionParams) -> Optional[t.Location]:
+    def definition(ls: AuditServer, params: t.DefinitionParams) -> t.Location | None:
         doc = ls.document(params.text_document.uri)
         hit = features.definition(doc, ls.offset(doc, params.position))
         if hit is None:
@@ -210,7 +209,7 @@ def build_server() -> AuditServer:
         return t.PrepareRenamePlaceholder(range=ls.range(ls.lines(doc), hit[0], hit[1]), placeholder=hit[2])
 
     @server.feature(t.TEXT_DOCUMENT_RENAME, t.RenameOptions(prepare_provider=True))
-    def rename(ls: AuditServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]:
+    def rename(ls: AuditServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
         doc = ls.document(params.text_document.uri)
         try:
             edits = features.rename(doc, ls.offset(doc, params.position), params.new_name)

@@ -9,7 +9,8 @@ are taken on `ctx.variant`. CPU numpy/OpenCV; `device` is ignored.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Optional
+from collections.abc import Callable
+from typing import Annotated, Literal
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from scoreaudit.registry import NoParams, Params, Ref, covariates, measures
 
 RegionRef = Annotated[str, Ref("region")]
 CHANNEL_INDEX = {"L": 0, "a": 1, "b": 2}
-STATS = {"median": np.median, "mean": np.mean}
+STATS: dict[str, Callable[[np.ndarray], float]] = {"median": np.median, "mean": np.mean}
 
 
 def _region_lab(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -54,7 +55,7 @@ class Ita:
 
 
 class MeanLabParams(Params):
-    region: Optional[RegionRef] = None
+    region: RegionRef | None = None
     channel: Literal["L", "a", "b"] = "L"
 
 

@@ -11,7 +11,8 @@ happen inside the measures' constructors and methods.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Optional, Sequence
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -24,7 +25,7 @@ class ProbeMeasureValue(Params):
     """One entry of `measures: [...]`, lowered: `ita` or `clip_attribute(labels: [...])`."""
 
     measure: str
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class RenoParams(Params):
@@ -42,16 +43,16 @@ class RenoParams(Params):
     size: ImageSize = 512  # one number (square) or [height, width]
     guidance: Guidance = 0.0  # classifier-free guidance of the one step (turbo models: 0)
     # the one step's timestep (default: the scheduler's one-step timestep; PixArt-α DMD: 400)
-    timestep: Optional[int] = Field(None, ge=0, le=999)
-    negative_prompt: Optional[str] = None
-    revision: Optional[str] = None
+    timestep: int | None = Field(None, ge=0, le=999)
+    negative_prompt: str | None = None
+    revision: str | None = None
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     # PNGs copied into the run's output per trajectory: first and last (default), or every iteration; the
     # probe store next to the cache keeps every iteration either way
     keep: Literal["all", "ends"] = "ends"
     # SeedSelect initialisation: a manifest (column `path`) of reference images; each trajectory's initial
     # noise is first moved towards an image whose CLIP embedding matches theirs (runtime/seedselect.py)
-    seedselect: Optional[str] = None
+    seedselect: str | None = None
     seedselect_steps: int = Field(20, ge=1, le=10_000)
     seedselect_lr: float = Field(5.0, gt=0, le=1e6)
     # the CLIP model whose image embeddings are matched (as for clip_attribute)
@@ -219,8 +220,8 @@ class NsfwParams(Params):
     # a detector of plugins/nsfw_detectors.py's registry (the built-in: NudeNet 3.4's ONNX detector)
     detector: str = "nudenet"
     # the detector classes whose detection makes nsfw(x) = 1 (default: the detector's exposed sexual parts)
-    labels: Optional[list[str]] = Field(None, min_length=1)
-    threshold: Optional[float] = Field(None, ge=0.0, le=1.0)  # default: the detector's (NudeNet: 0.6)
+    labels: list[str] | None = Field(None, min_length=1)
+    threshold: float | None = Field(None, ge=0.0, le=1.0)  # default: the detector's (NudeNet: 0.6)
 
     @field_validator("detector")
     @classmethod
@@ -244,7 +245,7 @@ class NsfwParams(Params):
         return v
 
 
-def _nsfw_unavailable(params: dict) -> Optional[str]:
+def _nsfw_unavailable(params: dict) -> str | None:
     """What `check` says (W0859) when the detector's modules are not installed; None when they are."""
     from scoreaudit.plugins.nsfw_detectors import DETECTORS
 
@@ -324,7 +325,7 @@ class Anchor:
         self.device = device
         self._model = None
         self.labels: list[str] = []
-        self.anchors: Optional[np.ndarray] = None  # labels × D, unit rows
+        self.anchors: np.ndarray | None = None  # labels × D, unit rows
 
     def _load(self):
         if self._model is None:
@@ -352,7 +353,7 @@ class Anchor:
         return out
 
 
-def read_labelled_images(manifest: str, path_col: str, label_col: Optional[str], base_dir, what: str
+def read_labelled_images(manifest: str, path_col: str, label_col: str | None, base_dir, what: str
                          ) -> list[tuple[np.ndarray, str]]:
     """(RGB uint8 image, label) per row of a manifest under the spec's folder (paths relative to it); with
     `label_col` None the manifest needs only its path column and every label is "".

@@ -10,7 +10,8 @@ regrouped and renamed.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ADAPTERS: dict[str, Callable[[list, Any], list]] = {}
 

@@ -11,8 +11,8 @@ charts read in greyscale and for colour-blind readers.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from markupsafe import Markup, escape
 

@@ -143,7 +143,7 @@ class ReportContext:
     run: dict = field(default_factory=dict)  # run.json: the runtime's record (its `warnings` reach the report)
 
     @classmethod
-    def load(cls, bundle_dir: Path) -> "ReportContext":
+    def load(cls, bundle_dir: Path) -> ReportContext:
         from scoreaudit.safeio import links_outside
 
         bundle_dir = Path(bundle_dir)
@@ -226,7 +226,7 @@ class ReportContext:
             for kind in ("measure", "covariate"):
                 if plugin and plugin in reg[kind]:
                     return str(reg[kind].get(plugin).meta.get("unit") or measure or "")
-        except Exception:  # the report must render even when a plugin module is broken
+        except Exception:  # noqa: BLE001 - the report must render even when a plugin module is broken
             pass
         return measure or ""
 
@@ -246,7 +246,7 @@ class ReportContext:
             reg = load_plugins(entry_points=False)["operator"]
             if plugin in reg:
                 return str(reg.get(plugin).meta.get("unit") or "dose")
-        except Exception:  # the report must render even when a plugin module is broken
+        except Exception:  # noqa: BLE001 - the report must render even when a plugin module is broken
             return "dose"
         return "dose"
 

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from scoreaudit.compiler.lock import deviations as item_deviations, items_sha256, lock_items, normalise  # noqa: F401
+from scoreaudit.compiler.lock import deviations as item_deviations, items_sha256, lock_items, normalise
 
 LOCK_VERSION = 2
 ATTESTATION = ("A lock is self-attested: its time comes from the clock of the machine that wrote it. To make it "
@@ -37,11 +37,11 @@ ATTESTATION = ("A lock is self-attested: its time comes from the clock of the ma
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("scoreaudit")
-    except Exception:  # pragma: no cover - not installed
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
         return "0+unknown"
 
 
@@ -167,9 +167,8 @@ def write_lock(spec_path: Path, now: str | None = None, *, after_scoring: bool =
     the spec already exist and `after_scoring` is False.
     """
     from scoreaudit.compiler.lock import checked_items
-    from scoreaudit.safeio import write_atomic
-
     from scoreaudit.runtime.datafiles import file_items
+    from scoreaudit.safeio import write_atomic
 
     spec_path = Path(spec_path)
     ir, items, source = checked_items(spec_path)
@@ -201,7 +200,6 @@ def write_lock(spec_path: Path, now: str | None = None, *, after_scoring: bool =
 
 def _current_items(ir, spec_path: Path) -> dict[str, str]:
     from scoreaudit.compiler.ir import AuditIR
-
     from scoreaudit.runtime.datafiles import file_items
 
     model = AuditIR.model_validate(ir) if isinstance(ir, dict) else ir

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 MANIFEST = "manifest.json"
 
@@ -43,9 +43,9 @@ def bundle_files(bundle: Path) -> list[str]:
 
 def read_manifest(path: Path) -> dict[str, str] | None:
     """The `files` of a manifest.json, or None when it is absent, not a regular file or not a manifest."""
-    from scoreaudit.safeio import loads_bounded, read_regular
-
     import re
+
+    from scoreaudit.safeio import loads_bounded, read_regular
 
     try:
         doc = loads_bounded(read_regular(path).decode("utf-8"))

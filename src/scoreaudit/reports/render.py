@@ -11,10 +11,11 @@ refused. Rendering is deterministic (no clock, no absolute paths), so
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -338,4 +339,4 @@ def _render_missing(ctx: ReportContext, bundle_dir: Path, wanted: list[str], kep
     return written
 
 
-__all__ = ["render", "render_html", "write_pdf", "BundleError", "PdfUnavailable", "PDF_INSTALL_HINT"]
+__all__ = ["PDF_INSTALL_HINT", "BundleError", "PdfUnavailable", "render", "render_html", "write_pdf"]

@@ -21,9 +21,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 RUNTIME_TABLES = ("images", "scores", "measures", "regions", "exclusions", "probe",  # probe: optimisation probes
                   "probe_prompts")
@@ -202,7 +203,7 @@ def compare_reports(stated_html: str, fresh_html: str, name: str = "report.html"
         return []
     a, b = _visible_text(stated_html), _visible_text(fresh_html)
     out = []
-    for i, (x, y) in enumerate(zip(a, b)):
+    for x, y in zip(a, b):
         if x != y:
             nx, ny = _NUMBER.findall(x), _NUMBER.findall(y)
             diff = next(((p, q) for p, q in zip(nx, ny) if p != q), None)
@@ -320,7 +321,7 @@ def _verify(bundle_dir: Path, unchecked: list[str]) -> list[str]:
             fresh = _reanalyse(bundle, work)
         except ImportError as e:
             return [f"cannot re-analyse: the statistics engine is not importable ({e})"]
-        except Exception as e:  # a broken table is a verification failure, not a crash
+        except Exception as e:  # noqa: BLE001 - a broken table is a verification failure, not a crash
             return [f"cannot re-analyse the bundle's tables: {type(e).__name__}: {e}"]
         mismatches.extend(compare(stated, fresh))
         mismatches.extend(_compare_tables(bundle, work, stated.get("tables") or {}))

@@ -29,17 +29,17 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from scoreaudit.compiler.ir import AuditIR, ProbeIR
 from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
 from scoreaudit.diagnostics import DiagnosticError
-from scoreaudit.runtime.generation import (GenerationUnavailable, Generator, _dtype_name, _error, locate_pipeline,
-                                           sizes)
+from scoreaudit.runtime.generation import GenerationUnavailable, Generator, _dtype_name, _error, locate_pipeline, sizes
 
 PROBE_KEY_VERSION = "1"
 FILE = "probes.json"  # the report's first/last thumbnails per trajectory (base64 JPEG)

@@ -176,7 +176,7 @@ def _folders(path: str, ir, base: Path) -> list[FolderFiles]:
         users.setdefault(("pipeline", p["pipeline"], p.get("revision")), []).append((name, "probe"))
         for m in p.get("measures", []):
             if fact("probe_measure", m["measure"], "clip_model"):  # clip_attribute, anchor
-                model = probe_measures.get(m["measure"]).params.model_validate(m["params"]).model
+                model = getattr(probe_measures.get(m["measure"]).params.model_validate(m["params"]), "model")  # noqa: B009 - every clip_model measure declares `model`; Params does not
                 users.setdefault(("clip_model", model, None), []).append((name, "probe"))
     out = []
     for (kind, repo, rev), names in users.items():

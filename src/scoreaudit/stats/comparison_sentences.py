@@ -10,7 +10,7 @@ and the report format numbers their own way), so the words stay the same.
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from scoreaudit.stats.stat_words import stat_name
 
@@ -30,20 +30,20 @@ def _where(w) -> str:
     return " and ".join(f"{c} = {v}" for c, v in w)
 
 
-def _fmt(x: Optional[float], signed: bool) -> str:
+def _fmt(x: float | None, signed: bool) -> str:
     """The one number format (scoreaudit.numfmt): 3 significant digits, U+2212 minus."""
     from scoreaudit import numfmt
 
     return numfmt.num(x, signed=signed)
 
 
-def _q(q: Optional[float]) -> str:
+def _q(q: float | None) -> str:
     from scoreaudit import numfmt
 
     return numfmt.peq(q, "q") if q is not None and math.isfinite(q) else "q undefined"
 
 
-def _stated(cell: dict, ci: str, qtext: Callable[[Optional[float]], str], how: str = "") -> str:
+def _stated(cell: dict, ci: str, qtext: Callable[[float | None], str], how: str = "") -> str:
     """What every cell sentence states after its estimate and interval: the interval's level, p, q, the claim
     (as the other statistics' sentences do): ` [lo, hi] (90% CI), p = 0.003, q = 0.011 (claim: ...)`."""
     from scoreaudit import numfmt
@@ -59,8 +59,8 @@ def _stated(cell: dict, ci: str, qtext: Callable[[Optional[float]], str], how: s
     return parts[0] + tail + claim
 
 
-def comparison_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
-                        qtext: Callable[[Optional[float]], str] = _q) -> str:
+def comparison_sentence(cell: dict, num: Callable[[float | None, bool], str] = _fmt,
+                        qtext: Callable[[float | None], str] = _q) -> str:
     """The sentence of a comparison cell (`num(x, signed)` and `qtext(q)` format the numbers)."""
     d = cell.get("detail") or {}
     ra, rb = (d.get("readings") or [{}, {}])[:2] if len(d.get("readings") or []) >= 2 else (None, None)
@@ -124,8 +124,8 @@ def _lead(cell: dict) -> str:
 METRIC_NAMES = {"auroc": "AUROC", "f1": "F1 score", "kappa": "Cohen's kappa", "accuracy": "accuracy"}
 
 
-def own_sentence(cell: dict, num: Callable[[Optional[float], bool], str] = _fmt,
-                 qtext: Callable[[Optional[float]], str] = _q) -> str:
+def own_sentence(cell: dict, num: Callable[[float | None, bool], str] = _fmt,
+                 qtext: Callable[[float | None], str] = _q) -> str:
     """The sentence of any statistic in OWN_SENTENCE (comparisons, decompositions, agreement)."""
     name = cell.get("statistic")
     if name in COMPARISONS:

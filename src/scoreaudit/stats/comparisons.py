@@ -48,6 +48,7 @@ from scoreaudit.compiler.ir import ReadingIR, StatCallIR, readings_of
 from scoreaudit.stats.bootstrap import arm_rng, count_matrix, percentile_ci
 from scoreaudit.stats.context import ArmData, StatContext, StatError, _dose_index, ci_contains
 from scoreaudit.stats.estimate import Estimate
+from scoreaudit.stats.signflip import SignFlip
 
 PAIR_STATS = ("pairwise_accuracy", "mean_gap")
 
@@ -121,10 +122,7 @@ def pair_views(ctx: StatContext, ra: ReadingIR, rb: ReadingIR) -> tuple[ArmData,
     va, vb = reading_view(ctx, ra), reading_view(ctx, rb)
     shared = np.intersect1d(va.clusters.astype(str), vb.clusters.astype(str))
     same_arm = ra.arm == rb.arm
-    if same_arm:
-        linked = True
-    else:
-        linked = len(np.intersect1d(va.image_ids.astype(str), vb.image_ids.astype(str))) > 0
+    linked = same_arm or len(np.intersect1d(va.image_ids.astype(str), vb.image_ids.astype(str))) > 0
     if len(shared) == 0 or not linked:
         why = "in different clusters" if same_arm else "on arms that share no cluster"
         return va, vb, Pairing(False, 0, f"independent: the readings are {why}, resampled independently")
@@ -232,10 +230,8 @@ def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
         sd = float(est.detail.get("sd", 1.0)) or 1.0
         raw = (t["preferred"] - t["other"]).to_numpy(float)
         boot = _boot_of_units(view, raw, cidx)
-        if ctx.settings.scale == "sd":  # the pooled SD of both sides, re-estimated from the same draw of clusters
-            boot = boot / _pooled_sd_boot(view, t, cidx)
-        else:
-            boot = boot / sd
+        # scale sd: the pooled SD of both sides, re-estimated from the same draw of clusters
+        boot = boot / (_pooled_sd_boot(view, t, cidx) if ctx.settings.scale == "sd" else sd)
         return Read(est, boot, pd.Series(raw / sd, index=t.index), "pairs")
     labels = est.detail.get("_clusters")
     if est.contrasts is not None and labels is not None and len(labels) == len(est.contrasts):
@@ -258,7 +254,7 @@ def read(ctx: StatContext, r: ReadingIR, view: ArmData) -> Read:
 class SignFlipEstimate(Estimate):
     """A paired difference of accuracies: p and interval from one sign-flip design (stats/signflip.py)."""
 
-    design: object = field(default=None, compare=False, repr=False)  # the SignFlip
+    design: SignFlip | None = field(default=None, compare=False, repr=False)
 
     @property
     def family(self) -> str:
@@ -267,6 +263,7 @@ class SignFlipEstimate(Estimate):
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         if self.undefined is not None:
             return (float("nan"), float("nan"))
+        assert self.design is not None, "a defined difference carries its sign-flip design"
         return self.design.interval(level)
 
 

@@ -8,25 +8,24 @@ results.json and the derived tables.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from scoreaudit.bundletables import CELL_COLUMNS, SCHEMAS, rows_table, write_parquet
-
 from scoreaudit.compiler.ir import AuditIR, CellIR, StatCallIR
-from scoreaudit.stats import claims as _claims
-from scoreaudit.stats import dose as _dose
+from scoreaudit.safeio import write_atomic
+from scoreaudit.stats import claims as _claims, dose as _dose
 from scoreaudit.stats.context import TABLES, StatContext
 from scoreaudit.stats.estimate import Estimate
 from scoreaudit.stats.outcomes import adjust, cell_p, number_outcome, wrong_side
-from scoreaudit.stats.sentences import cell_sentence as sentence
-from scoreaudit.stats.seeds import seed_robustness
-from scoreaudit.safeio import write_atomic
 from scoreaudit.stats.provenance import clean, environment, lock_info, plan_info, read_json, spec_info
+from scoreaudit.stats.seeds import seed_robustness
+from scoreaudit.stats.sentences import cell_sentence as sentence
 from scoreaudit.stats.validity import validations as _validations
 from scoreaudit.stats.verdicts import verdicts as _verdicts
 
@@ -129,9 +128,9 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
     for name, group in by_claim.items():
         resolve = _claims.RESOLVERS.get(name)
         for c in group:
-            est: Estimate = c["_est"]
-            if est.claim_outcome is not None:
-                c["outcome"] = est.claim_outcome
+            claim_est: Estimate = c["_est"]
+            if claim_est.claim_outcome is not None:
+                c["outcome"] = claim_est.claim_outcome
         if resolve is not None:
             resolve([c for c in group if c["outcome"] is None], ctx.settings.correction, ctx.alpha)
         for c in group:
@@ -246,7 +245,7 @@ def _images_arms(ctx: StatContext) -> list[str]:
 
 
 def _has_scores(ctx, arm, scorer, operator) -> bool:
-    doses, S = ctx.score_matrix(arm, scorer, operator)
+    _doses, S = ctx.score_matrix(arm, scorer, operator)
     return S.size > 0 and np.isfinite(S).any()
 
 

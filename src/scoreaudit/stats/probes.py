@@ -21,9 +21,10 @@ probe (`{"PROBE": {"probe_drift": D}}`) overrides its scorer's for that probe.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,7 @@ class ProbeShape:
     attributes: tuple[dict, ...] = ()  # per prompt: what `where` selects by (compiler.prompts.expand_prompts)
 
 
-def probe_shapes(ir: AuditIR, spec_path: "Path | None") -> dict[str, ProbeShape]:
+def probe_shapes(ir: AuditIR, spec_path: Path | None) -> dict[str, ProbeShape]:
     """Every probe's own prompts × seeds, as `run` would optimise them (the same prompt expansion)."""
     from scoreaudit.compiler.prompts import PromptsError, expand_prompts, seed_list
     from scoreaudit.safeio import inside

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -65,8 +66,8 @@ def seed_robustness(ctx: StatContext, cells: list[CellIR], cells_out: list[dict]
         uniq = sorted({int(s) for s in seeds if s >= 0})
         if len(uniq) < 2:
             continue
-        full = _sign(c["estimate"])
-        per = []
+        full = _sign(c["estimate"] if isinstance(c["estimate"], (int, float)) else None)
+        per: list[dict[str, Any]] = []
         for s in uniq:
             sub = seed_arm(arm, s, seeds == s)
             est = ctx.evaluate(cell.statistic, sub, cell.scorer)

@@ -10,7 +10,8 @@ they can import `section` from it).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from scoreaudit.registry import sections as _registry
 

@@ -40,7 +40,7 @@ def _axis_label(ctx, r: dict) -> str:
     try:
         registry.load_plugins()
         unit = registry.statistics.get(name).meta.get("unit")
-    except Exception:  # a statistic this version does not know: name only
+    except Exception:  # noqa: BLE001 - a statistic this version does not know: name only
         unit = None
     words = name.replace("_", " ")
     if unit == "sd":

@@ -10,7 +10,8 @@ the probes' trajectories; the cells' numbers stay the statistics'):
 
 from __future__ import annotations
 
-import math
+import contextlib
+import itertools
 
 import numpy as np
 
@@ -45,10 +46,8 @@ def _labels(values, missing) -> np.ndarray:
     num = np.where(np.isnan(num) & (txt == "false").to_numpy(), 0.0, num)
     if missing is not None:
         num = np.where(txt.to_numpy() == str(missing).strip().lower(), np.nan, num)
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             num = np.where(num == float(missing), np.nan, num)
-        except (TypeError, ValueError):
-            pass
     return np.where(np.isin(num, (0.0, 1.0)), num, np.nan)
 
 
@@ -68,7 +67,7 @@ def roc_points(score: np.ndarray, label: np.ndarray) -> list[tuple[float, float]
 
 
 def area(points: list[tuple[float, float]]) -> float:
-    return float(sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(points, points[1:])))
+    return float(sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in itertools.pairwise(points)))
 
 
 def _thin(points: list, n: int) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from scoreaudit.compiler import settings as setting_defs
 from scoreaudit.compiler.settings import CLAIM_RULE, claim_level
@@ -158,6 +159,16 @@ CORRECTION_WORDS = {"bh": "false discovery rate (Benjamini\u2013Hochberg)", "by"
                     "none": "no multiplicity correction"}
 
 
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement that inserts `text` as written (a label may hold backslashes)."""
+    return lambda _m: text
+
+
+def _after_group(text: str) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement: the match's first group, a space, then `text` as written."""
+    return lambda m: f"{m.group(1)} {text}"
+
+
 def labelled(sentence: str, cell: dict, ctx) -> str:
     """The cell's sentence with the spec's display labels for its scorer(s) and arm(s), where it names them.
 
@@ -168,12 +179,12 @@ def labelled(sentence: str, cell: dict, ctx) -> str:
     for scorer in scorer_parts(cell):
         label = ctx.label("scorer", scorer)
         if label != scorer:
-            head = re.sub(rf"(?<![\w.]){re.escape(scorer)}'s(?=\s)", lambda m: f"{label}'s", head)
+            head = re.sub(rf"(?<![\w.]){re.escape(scorer)}'s(?=\s)", _literal(f"{label}'s"), head)
     for arm in cell.get("arms") or ([cell["arm"]] if cell.get("arm") else []):
         alabel = ctx.label("arm", arm)
         if alabel != arm:
             head = re.sub(rf"\b(On|on|From|to|Across) {re.escape(arm)}(?=[\s,.:;)])",
-                          lambda m: f"{m.group(1)} {alabel}", head)
+                          _after_group(alabel), head)
     return head + sep + tail
 
 

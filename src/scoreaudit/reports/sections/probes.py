@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from scoreaudit.reports import charts, fmt
+from scoreaudit.reports import charts
 from scoreaudit.reports.sections import section
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
@@ -24,9 +24,9 @@ def _table(ctx):
     return pd.read_parquet(path)
 
 
-def _curve(g) -> list[tuple]:
+def _curve(g) -> list[tuple[float, float | None, float | None, float | None]]:
     """(iteration, mean, lo, hi) over trajectories; the band is mean ± 1.96 standard errors."""
-    out = []
+    out: list[tuple[float, float | None, float | None, float | None]] = []
     for it, v in g.groupby("iteration")["value"]:
         v = v.dropna()
         if not len(v):
