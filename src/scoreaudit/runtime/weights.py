@@ -176,7 +176,8 @@ def _folders(path: str, ir, base: Path) -> list[FolderFiles]:
         users.setdefault(("pipeline", p["pipeline"], p.get("revision")), []).append((name, "probe"))
         for m in p.get("measures", []):
             if fact("probe_measure", m["measure"], "clip_model"):  # clip_attribute, anchor
-                model = getattr(probe_measures.get(m["measure"]).params.model_validate(m["params"]), "model")  # noqa: B009 - every clip_model measure declares `model`; Params does not
+                params = probe_measures.get(m["measure"]).params.model_validate(m["params"])
+                model = params.model  # type: ignore[attr-defined]  # every clip_model measure declares `model`
                 users.setdefault(("clip_model", model, None), []).append((name, "probe"))
     out = []
     for (kind, repo, rev), names in users.items():

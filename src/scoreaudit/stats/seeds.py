@@ -66,7 +66,7 @@ def seed_robustness(ctx: StatContext, cells: list[CellIR], cells_out: list[dict]
         uniq = sorted({int(s) for s in seeds if s >= 0})
         if len(uniq) < 2:
             continue
-        full = _sign(c["estimate"] if isinstance(c["estimate"], (int, float)) else None)
+        full = _sign(c["estimate"])
         per: list[dict[str, Any]] = []
         for s in uniq:
             sub = seed_arm(arm, s, seeds == s)
