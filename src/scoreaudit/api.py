@@ -145,7 +145,6 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     from scoreaudit.runtime.cache import cache_files
     from scoreaudit.runtime.executor import default_cache_path, execute
     from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for, swap_in
-    from scoreaudit.stats.engine import analyse
 
     path = Path(path)
     ir, plan = compile(path, allow_outside=allow_outside, tables=False)  # the executor checks the tables
@@ -167,7 +166,17 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     from scoreaudit.runtime.thumbnails import write_thumbnails
 
     write_thumbnails(ir, path, work, root=None if allow_outside else project)
-    results = analyse(work, progress=progress)
+    from scoreaudit.stats import results_cache
+
+    # statistics whose inputs did not change are copied from the old bundle (stats/results_cache.py), and the
+    # engine (scipy, statsmodels) is imported only when something must be computed
+    stats_key = results_cache.inputs_key(work)
+    results = results_cache.adopt(out if out.is_dir() else None, work, stats_key)
+    if results is None:
+        from scoreaudit.stats.engine import analyse
+
+        results = analyse(work, progress=progress)
+        results_cache.write_record(work, stats_key, results)
     from scoreaudit.runtime.movers import write_mover_thumbnails
 
     write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress)  # top movers

@@ -4,7 +4,7 @@ A re-run with nothing changed (or `scoreaudit report` on an unchanged bundle) wo
 HTML and the same PDF again: seconds to tens of seconds, most of a cached re-run (issue 33). The key
 of a report file is the sha256 of
 - every file of the bundle except the ones no report reads and that change on every run (run.log,
-  manifest.json, the reports themselves, this record, and run.json, of which only the fields the
+  manifest.json, the reports themselves, this record, the statistics' record stats.json, and run.json, of which only the fields the
   report shows count: `RUN_FIELDS`), names included, so a new file a section starts to read
   invalidates the key without anyone listing it here;
 - the report code: every file of the `scoreaudit.reports` package (templates, styles, sections) and
@@ -26,7 +26,7 @@ from pathlib import Path
 
 RECORD = "render.json"
 #: Bundle files that no report section reads and that differ between two runs of the same audit.
-SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RECORD, "run.json"})
+SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RECORD, "run.json", "stats.json"})
 #: The run.json fields the report shows (sections/appendix.py: device; sections/run_warnings.py: warnings).
 RUN_FIELDS = ("device", "warnings")
 REPORTS = ("report.html", "report.pdf")
