@@ -132,6 +132,14 @@ def compile(path: str | Path, allow_outside: bool = False, tables: bool = True):
     return checked.ir, build_plan(checked.ir)
 
 
+def prefer_system_allocator() -> None:
+    """For a process of its own (the command line), before anything runs: Arrow allocates with the C
+    library's malloc, whose freed pages a run gives back between its stages (memtrim.py)."""
+    from scoreaudit.memtrim import prefer_system_allocator as _prefer
+
+    _prefer()
+
+
 def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         cache: str | Path | None = None, progress: bool = True, render_report: bool = True,
         allow_outside: bool = False, executor: str = "local", ray_address: str | None = None,
@@ -162,6 +170,9 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
 
     execute(ir, plan, spec_path=path, out_dir=work, device=device, cache_path=cache, progress=progress,
             allow_outside=allow_outside, executor=executor, ray_address=ray_address, tensor_path=tensor_path)
+    from scoreaudit.memtrim import trim
+
+    trim()  # what the pipeline freed goes back to the system before the statistics and the report peak
     write_lock_status(work, path, ir)  # pre-registration status, read by the statistics into results.json
     from scoreaudit.runtime.thumbnails import write_thumbnails
 
@@ -177,9 +188,11 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
 
         results = analyse(work, progress=progress)
         results_cache.write_record(work, stats_key, results)
+        trim()
     from scoreaudit.runtime.movers import write_mover_thumbnails
 
     write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress)  # top movers
+    trim()
     if render_report:
         from scoreaudit.reports.render import render as _render
 

@@ -610,6 +610,7 @@ def _dispatch(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    api.prefer_system_allocator()  # this process is the command's own: Arrow's pages go back between stages
     parser = build_parser()
     _autocomplete(parser)
     args = parser.parse_args(argv)

@@ -122,3 +122,24 @@ def test_unchanged_files_are_not_probed_again(tmp_path, fake_log, monkeypatch):
     excl = __import__("pandas").read_parquet(tmp_path / "o3" / "tables" / "exclusions.parquet")
     assert list(excl["image_id"]) == ["r3"] and list(excl["stage"]) == ["manifest"]
     assert "not a readable image file" in excl["reason"][0]
+
+
+def test_memos_are_read_a_window_at_a_time_with_the_same_bundle(tmp_path, fake_log, monkeypatch):
+    """A replay holds one window of decoded memos, not the arm's (issue 33): reads stay bulk, bytes the same."""
+    spec = make_images(tmp_path)
+    _run(spec, make_ir(), tmp_path / "o1")
+    sizes: list[int] = []
+    real = arm_runner.intact_memos
+
+    def counting(cache, keys):
+        keys = list(keys)
+        sizes.append(len(keys))
+        return real(cache, keys)
+
+    monkeypatch.setattr(arm_runner, "intact_memos", counting)
+    monkeypatch.setattr(arm_runner, "MEMO_WINDOW", 2)
+    seen = _counting_decoder(monkeypatch)
+    _run(spec, make_ir(), tmp_path / "o2")
+    assert seen == []  # every image replayed from its memo
+    assert max(sizes) <= 2 and sum(sizes) == 6  # six images, read two at a time
+    assert table_bytes(tmp_path / "o1") == table_bytes(tmp_path / "o2")

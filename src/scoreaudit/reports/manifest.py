@@ -22,9 +22,14 @@ MANIFEST = "manifest.json"
 
 
 def _sha(path: Path) -> str:
-    from scoreaudit.safeio import read_regular
+    """sha256 of a regular file, read in blocks (run.log grows with the images: never held whole)."""
+    from scoreaudit.safeio import open_regular
 
-    return hashlib.sha256(read_regular(path)).hexdigest()
+    h = hashlib.sha256()
+    with os.fdopen(open_regular(path), "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def bundle_files(bundle: Path) -> list[str]:

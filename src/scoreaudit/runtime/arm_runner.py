@@ -46,6 +46,10 @@ class LocalBackend:
         pass
 
 
+#: Images whose memos are read (and held decoded) at once when an arm replays its cache.
+MEMO_WINDOW = 256
+
+
 class ArmRunner:
     """Runs one arm batch by batch (see the module docstring for the order).
 
@@ -109,10 +113,15 @@ class ArmRunner:
             ctx.progress.task(f"{arm.name}: score {slot.name}", len(records) * (1 + n_doses))
         size = max(1, ctx.ir.settings.batch_size)
         memo_keys = {r.image_id: self.memos.step(r) for r in records} if self.memos is not None else {}
-        found = intact_memos(ctx.cache, memo_keys.values())  # one bulk read
         n_ops = len(self.ops) if images_arm else 0
         todo_batches: list[list] = []
+        # memos are read in bulk, a window of images at a time: one read per window keeps the replay fast,
+        # and only one window's decoded memos are held at once (not the whole arm's)
+        window = max(size, MEMO_WINDOW // size * size)
+        found: dict = {}
         for start in range(0, len(records), size):
+            if start % window == 0:
+                found = intact_memos(ctx.cache, (memo_keys.get(r.image_id) for r in records[start:start + window]))
             batch = records[start:start + size]
             todo = []
             for rec in batch:

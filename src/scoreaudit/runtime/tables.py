@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute  # pa.compute
 
 from scoreaudit.bundletables import SCHEMAS, write_parquet  # part of this module's interface
+from scoreaudit.memtrim import trim
 
 RESERVED = ("arm", "image_id", "row", "cluster", "content_hash", "width", "height", "side", "pair_id")
 
@@ -313,4 +314,6 @@ def write_tables(tables: Tables, tables_dir: Path) -> dict[str, Path]:
                  else to_arrow(name, rows, replayed))
         write_parquet(missing_as_null(name, table), path)
         out[name] = path
+        del table
+        trim()  # each table's build copies go back before the next one is built (memtrim.py)
     return out
