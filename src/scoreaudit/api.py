@@ -176,13 +176,14 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     write_lock_status(work, path, ir)  # pre-registration status, read by the statistics into results.json
     from scoreaudit.runtime.thumbnails import write_thumbnails
 
-    write_thumbnails(ir, path, work, root=None if allow_outside else project)
+    previous = out if out.is_dir() else None  # the bundle this run replaces: unchanged outputs are copied from it
+    write_thumbnails(ir, path, work, root=None if allow_outside else project, previous=previous)
     from scoreaudit.stats import results_cache
 
     # statistics whose inputs did not change are copied from the old bundle (stats/results_cache.py), and the
     # engine (scipy, statsmodels) is imported only when something must be computed
     stats_key = results_cache.inputs_key(work)
-    results = results_cache.adopt(out if out.is_dir() else None, work, stats_key)
+    results = results_cache.adopt(previous, work, stats_key)
     if results is None:
         from scoreaudit.stats.engine import analyse
 
@@ -191,13 +192,14 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         trim()
     from scoreaudit.runtime.movers import write_mover_thumbnails
 
-    write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress)  # top movers
+    write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress,
+                           previous=previous)  # top movers
     trim()
     if render_report:
         from scoreaudit.reports.render import render as _render
 
         # the whole manifest is written next; reports whose inputs did not change are copied from the old bundle
-        _render(work, update_manifest=False, progress=progress, previous=out if out.is_dir() else None)
+        _render(work, update_manifest=False, progress=progress, previous=previous)
     from scoreaudit.reports.manifest import write_manifest
 
     write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`

@@ -19,6 +19,8 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,6 +66,19 @@ def canonical_json(value: Any) -> str:
     except (TypeError, ValueError):
         return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           allow_nan=False)
+
+
+@lru_cache(maxsize=1)
+def source_version() -> str:
+    """sha256 over the scoreaudit package's source files (names and bytes), once per process: part of the
+    key of every output reused from an earlier bundle (statistics, thumbnails), so that any change of the
+    tool's code makes them again."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def sha256_text(text: str) -> str:

@@ -107,3 +107,59 @@ def test_the_statistics_read_only_the_keyed_run_fields(project, monkeypatch):
     monkeypatch.setattr(engine, "read_json", lambda p: Recording(real(p)) if p.name == "run.json" else real(p))
     engine.analyse(out, progress=False)
     assert seen and seen <= set(results_cache.RUN_FIELDS), seen - set(results_cache.RUN_FIELDS)
+
+
+# ---------------------------------------------------------------- the report's thumbnails (runtime/reuse.py)
+
+
+def _no_thumbnails(monkeypatch):
+    import scoreaudit.runtime.movers as movers
+    import scoreaudit.runtime.thumbnails as thumbs
+
+    def fail(*a, **k):
+        raise AssertionError("thumbnails were made again")
+
+    monkeypatch.setattr(thumbs, "make_thumbnails", fail)
+    monkeypatch.setattr(movers, "make_mover_thumbnails", fail)
+
+
+def test_an_unchanged_rerun_copies_the_thumbnails(project, monkeypatch):
+    spec, out, _first = project
+    before = _hashes(out)
+    assert {"thumbnails.json", "mover_thumbnails.json", "reuse.json"} <= set(before)
+    with monkeypatch.context() as m:
+        _no_thumbnails(m)
+        run(spec, out)
+    assert _hashes(out) == before
+
+
+def test_a_hypothesis_edit_keeps_the_dose_thumbnails_an_image_edit_remakes_them(project, monkeypatch):
+    import numpy as np
+    from PIL import Image
+
+    import scoreaudit.runtime.thumbnails as thumbs
+
+    spec, out, _first = project
+    old = (out / "thumbnails.json").read_bytes()
+    spec.write_text(spec.read_text(encoding="utf-8").replace("< 0.05 on real", "< 0.5 on real"), encoding="utf-8")
+    with monkeypatch.context() as m:
+        m.setattr(thumbs, "make_thumbnails", lambda *a, **k: (_ for _ in ()).throw(AssertionError("made again")))
+        run(spec, out)  # the hypotheses are not what a dose thumbnail shows
+    assert (out / "thumbnails.json").read_bytes() == old
+    first = spec.parent / "data" / "real" / "img_000.png"
+    arr = np.asarray(Image.open(first)).copy()
+    arr[:, :, 0] = 255 - arr[:, :, 0]
+    Image.fromarray(arr).save(first)
+    calls = []
+    real = thumbs.make_thumbnails
+    monkeypatch.setattr(thumbs, "make_thumbnails", lambda *a, **k: calls.append(1) or real(*a, **k))
+    run(spec, out)
+    assert calls == [1] and (out / "thumbnails.json").read_bytes() != old
+
+
+def test_a_forged_thumbnail_file_is_not_copied(project):
+    spec, out, _first = project
+    good = (out / "mover_thumbnails.json").read_bytes()
+    (out / "mover_thumbnails.json").write_bytes(good.replace(b'"images":{', b'"images":{"forged":"x",', 1))
+    run(spec, out)
+    assert (out / "mover_thumbnails.json").read_bytes() == good

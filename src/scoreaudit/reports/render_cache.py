@@ -26,7 +26,8 @@ from pathlib import Path
 
 RECORD = "render.json"
 #: Bundle files that no report section reads and that differ between two runs of the same audit.
-SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RECORD, "run.json", "stats.json"})
+SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RECORD, "run.json", "stats.json",
+                     "reuse.json"})
 #: The run.json fields the report shows (sections/appendix.py: device; sections/run_warnings.py: warnings).
 RUN_FIELDS = ("device", "warnings")
 REPORTS = ("report.html", "report.pdf")

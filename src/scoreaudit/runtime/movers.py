@@ -187,13 +187,43 @@ def _store(ir, movers: dict, spec_dir: Path, root: Path | None, out_dir: Path, e
     return empty
 
 
+def _reuse_key(ir, spec_path: str | Path, out_dir: Path, root: Path | None) -> str:
+    """What the movers' thumbnails are made from (runtime/reuse.py): the declarations, the cells shown, the
+    tables that rank the movers and name their images, where the images are."""
+    from scoreaudit.runtime import reuse
+
+    results_path = out_dir / "results.json"
+    try:
+        cells = json.loads(results_path.read_text(encoding="utf-8")).get("cells") if results_path.is_file() else []
+    except (OSError, ValueError, AttributeError):
+        cells = None
+    ops = {n: {"doses": list(o.doses), "identity": o.identity} for n, o in ir.operators.items()}
+    try:
+        wanted = sorted(within_image_cells(cells or [], ops))
+    except (TypeError, AttributeError, KeyError):  # results of another shape: keyed apart, made afresh
+        wanted = [("?", "?", "?")]
+    return reuse.stage_key(FILE, reuse.declarations(out_dir), json.dumps(wanted), str(Path(spec_path).resolve().parent),
+                           str(root), reuse.file_hashes(out_dir, ["tables/images.parquet", "tables/regions.parquet",
+                                                                  "tables/scores.parquet"]))
+
+
 def write_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None,
-                           progress: bool = False) -> Path | None:
-    """Write `mover_thumbnails.json` into the bundle unless the report block says `thumbnails: false`."""
-    path = Path(out_dir) / FILE
+                           progress: bool = False, previous: Path | None = None) -> Path | None:
+    """Write `mover_thumbnails.json` into the bundle unless the report block says `thumbnails: false`.
+
+    `previous`: the bundle a re-run replaces; its file is copied when made from the same inputs (reuse.py)."""
+    from scoreaudit.runtime import reuse
+
+    out_dir = Path(out_dir)
+    path = out_dir / FILE
     if not getattr(ir.report, "thumbnails", True):
         path.unlink(missing_ok=True)
+        reuse.forget(out_dir, FILE)
         return None
+    key = _reuse_key(ir, spec_path, out_dir, root)
+    if reuse.adopt(previous, out_dir, FILE, key):
+        return path
     data = make_mover_thumbnails(ir, spec_path, out_dir, root, progress=progress)
     path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True), encoding="utf-8")
+    reuse.record(out_dir, FILE, key)
     return path

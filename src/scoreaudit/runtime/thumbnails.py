@@ -123,12 +123,24 @@ def make_thumbnails(ir, spec_path: str | Path, root: Path | None = None, size: i
     return out
 
 
-def write_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None) -> Path | None:
-    """Write `thumbnails.json` into the bundle unless the report block says `thumbnails: false`."""
-    path = Path(out_dir) / FILE
+def write_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None,
+                     previous: Path | None = None) -> Path | None:
+    """Write `thumbnails.json` into the bundle unless the report block says `thumbnails: false`.
+
+    `previous`: the bundle a re-run replaces; its file is copied when made from the same inputs (reuse.py)."""
+    from scoreaudit.runtime import reuse
+
+    out_dir = Path(out_dir)
+    path = out_dir / FILE
     if not getattr(ir.report, "thumbnails", True):
         path.unlink(missing_ok=True)
+        reuse.forget(out_dir, FILE)
         return None
+    key = reuse.stage_key(FILE, reuse.declarations(out_dir), str(Path(spec_path).resolve().parent), str(root),
+                          reuse.file_hashes(out_dir, ["tables/images.parquet", "tables/regions.parquet"]))
+    if reuse.adopt(previous, out_dir, FILE, key):
+        return path
     path.write_text(json.dumps(make_thumbnails(ir, spec_path, root, out_dir=out_dir), separators=(",", ":")),
                     encoding="utf-8")
+    reuse.record(out_dir, FILE, key)
     return path

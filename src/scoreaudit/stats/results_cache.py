@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from pathlib import Path
 
 RECORD = "stats.json"
@@ -31,7 +30,7 @@ KEY_VERSION = 1
 RUN_FIELDS = ("command", "device", "first_score_at", "git", "precomputed", "scorers")
 #: Bundle files that are not inputs of the statistics (or change on every run: run.json, hashed in part).
 SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", "render.json", RECORD, "run.json",
-                     "results.json", "mover_thumbnails.json"})
+                     "results.json", "mover_thumbnails.json", "reuse.json"})
 
 
 def _sha256_file(path: Path) -> str:
@@ -39,17 +38,6 @@ def _sha256_file(path: Path) -> str:
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
-
-
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """sha256 over the scoreaudit package's source files (names and bytes): one per process."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -66,7 +54,9 @@ def _environment() -> str:
 def inputs_key(bundle: Path) -> str:
     """sha256 of what the statistics of `bundle` are computed from (module docstring)."""
     bundle = Path(bundle)
-    h = hashlib.sha256(f"scoreaudit stats key v{KEY_VERSION}\0{code_version()}\0{_environment()}\0".encode())
+    from scoreaudit.keys import source_version
+
+    h = hashlib.sha256(f"scoreaudit stats key v{KEY_VERSION}\0{source_version()}\0{_environment()}\0".encode())
     for p in sorted(bundle.rglob("*")):
         rel = p.relative_to(bundle).as_posix()
         if not p.is_file() or p.is_symlink() or rel in SKIPPED or p.name.startswith("."):
