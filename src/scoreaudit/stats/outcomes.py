@@ -14,13 +14,42 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
 from scoreaudit.compiler.ir import TestIR
 from scoreaudit.compiler.settings import claim_level
 from scoreaudit.stats.estimate import Estimate
 
-CORRECTIONS = {"bh": "fdr_bh", "by": "fdr_by", "holm": "holm", "bonferroni": "bonferroni"}
+
+def _step_up(p_sorted: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg-type step-up: p_(i)·factor_i, then the running minimum from the largest p down."""
+    return np.minimum.accumulate((p_sorted * factor)[::-1])[::-1]
+
+
+def _bh(p_sorted: np.ndarray) -> np.ndarray:
+    m = p_sorted.size
+    return _step_up(p_sorted, m / np.arange(1, m + 1))
+
+
+def _by(p_sorted: np.ndarray) -> np.ndarray:
+    m = p_sorted.size
+    return _step_up(p_sorted, m * np.sum(1.0 / np.arange(1, m + 1)) / np.arange(1, m + 1))
+
+
+def _holm(p_sorted: np.ndarray) -> np.ndarray:
+    """Holm's step-down: p_(i)·(m − i + 1), then the running maximum from the smallest p up."""
+    m = p_sorted.size
+    return np.maximum.accumulate(p_sorted * np.arange(m, 0, -1))
+
+
+def _bonferroni(p_sorted: np.ndarray) -> np.ndarray:
+    return p_sorted * p_sorted.size
+
+
+#: `correction:` → adjusted p of the sorted p's (capped at 1 by `adjust`). Written out here rather than
+#: imported from statsmodels (whose multitest module pulls in scipy.stats: half a second of every run
+#: that computes statistics); tests/stats/test_reference.py checks every one against statsmodels'
+#: multipletests, ties included.
+CORRECTIONS = {"bh": _bh, "by": _by, "holm": _holm, "bonferroni": _bonferroni}
 
 
 def cell_p(est: Estimate, test: TestIR) -> float:
@@ -45,7 +74,10 @@ def adjust(p: list[float], correction: str, alpha: float) -> list[float]:
         if correction == "none":
             q[ok] = arr[ok]
         else:
-            q[ok] = multipletests(arr[ok], alpha=alpha, method=CORRECTIONS[correction])[1]
+            order = np.argsort(arr[ok], kind="stable")
+            adjusted = np.empty(order.size)
+            adjusted[order] = np.minimum(CORRECTIONS[correction](arr[ok][order]), 1.0)
+            q[ok] = adjusted
     return q.tolist()
 
 
