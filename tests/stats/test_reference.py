@@ -316,3 +316,19 @@ def test_homogeneity_omnibus_matches_scipy_kruskal_and_anova(small, skin_ir):
     by = {s["stratum"]: s["estimate"] for s in est.detail["strata"]}
     assert lc["difference"] == pytest.approx(by[lc["a"]] - by[lc["b"]], abs=1e-12)
     assert lc["label"].startswith("selected after the fact")
+
+
+@pytest.mark.parametrize("df", [1, 2, 5.5, 30, 1e6, float("inf"), None])
+def test_t_quantiles_and_tails_match_scipy_stats(df):
+    """The intervals and Wald/studentized p's read Student's t through scipy.special (estimate.py), not
+    scipy.stats: the same numbers as scipy.stats.t (the normal without df), far tails included."""
+    from scipy import stats
+
+    from scoreaudit.stats.estimate import _t_cdf, _t_ppf
+
+    dist = stats.t(df) if df else stats.norm
+    for q in (1e-6, 0.025, 0.05, 0.5, 0.95, 0.975):
+        assert _t_ppf(q, df) == pytest.approx(dist.ppf(q), rel=1e-12, abs=1e-12)
+    for x in (-40.0, -3.0, -0.1, 0.0, 2.0, 50.0):
+        assert _t_cdf(x, df) == pytest.approx(dist.cdf(x), rel=1e-12, abs=1e-300)
+        assert _t_cdf(-x, df) == pytest.approx(dist.sf(x), rel=1e-12, abs=1e-300)

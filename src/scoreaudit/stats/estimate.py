@@ -51,6 +51,25 @@ def _phi(z: float) -> float:
     return float(ndtr(z))
 
 
+def _t_ppf(q: float, df: float | None) -> float:
+    """Quantile of Student's t with `df` (the normal's without df): scipy.special's function that
+    scipy.stats.t.ppf calls, without importing scipy.stats (a third of a second of every analysis)."""
+    if not df:
+        return _z(q)
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))
+
+
+def _t_cdf(x: float, df: float | None) -> float:
+    """CDF of Student's t with `df` (the normal's without df), as scipy.stats.t.cdf computes it."""
+    if not df:
+        return _phi(x)
+    from scipy.special import stdtr
+
+    return float(stdtr(df, x))
+
+
 def expanded_z(q: float, G: int | None) -> float:
     """The quantile that replaces Φ⁻¹(q) in bootstrap intervals: sqrt(G/(G−1))·t_{G−1}(q) (Φ⁻¹(q) without G)."""
     if not G or G < 3:
@@ -225,14 +244,12 @@ class Estimate:
             return (float("nan"), float("nan"))
         a = (1 - level) / 2
         fam = self.family
-        from scipy import stats
-
         if fam == "t":
             x = np.asarray(self.contrasts, dtype=float)
             x = x[np.isfinite(x)]
             if len(x) < 2:
                 return (float("nan"), float("nan"))
-            q = stats.t.ppf(1 - a, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x))
+            q = _t_ppf(1 - a, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x))
             return (self.estimate - q, self.estimate + q)
         if fam in ("percentile", "bca", "studentized"):
             b = self._finite_boot()
@@ -244,7 +261,7 @@ class Estimate:
                 return (float(lo), float(hi))
             if fam == "studentized":
                 se, df = self._boot_t()
-                q = stats.t.ppf(1 - a, df) * se
+                q = _t_ppf(1 - a, df) * se
                 return (self.estimate - q, self.estimate + q)
             z0, acc = self._bca_params()
             levels = []
@@ -256,7 +273,7 @@ class Estimate:
             lo, hi = np.quantile(b, levels)
             return (float(lo), float(hi))
         if fam == "wald":
-            q = stats.t.ppf(1 - a, self.df) if self.df else stats.norm.ppf(1 - a)
+            q = _t_ppf(1 - a, self.df)
             return (self.estimate - q * self.se, self.estimate + q * self.se)
         return (float("nan"), float("nan"))
 
@@ -280,13 +297,11 @@ class Estimate:
             return float("nan")
         fam = self.family
         if fam == "studentized":
-            from scipy import stats
-
             se, df = self._boot_t()
             if not se > 0:
                 return float("nan")
             z = (self.estimate - t) / se
-            return float(stats.t.sf(z, df) if side == "greater" else stats.t.cdf(z, df))
+            return _t_cdf(-z, df) if side == "greater" else _t_cdf(z, df)
         if fam == "bca":
             z0, acc = self._bca_params()
             share = (np.sum(b <= t) + 0.5) / (len(b) + 1)
@@ -316,11 +331,8 @@ class Estimate:
         if m == "bootstrap":
             return self._bootstrap_p(t, side)
         if m == "normal":
-            from scipy import stats
-
             z = (self.estimate - t) / self.se
-            dist = stats.t(self.df) if self.df else stats.norm
-            return float(dist.sf(z) if side == "greater" else dist.cdf(z))
+            return _t_cdf(-z, self.df) if side == "greater" else _t_cdf(z, self.df)
         x = np.asarray(self.contrasts, dtype=float)
         x = x[np.isfinite(x)]
         if len(x) < 2:
