@@ -225,3 +225,40 @@ def test_vscode_extension_is_valid_javascript():
     for script in (VSCODE / "extension.js", VSCODE / "test" / "tokenize.js"):
         out = subprocess.run([node, "--check", str(script)], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
+
+
+def _class_per_char(out: str) -> list[str]:
+    """The span class each character of the source is shown in ('' outside any span)."""
+    import html
+
+    shown: list[str] = []
+    for m in re.finditer(r'<span class="([^"]*)">(.*?)</span>|([^<]+)', out, re.S):
+        cls, text = (m.group(1), m.group(2)) if m.group(2) is not None else ("", m.group(3))
+        shown += [cls] * len(html.unescape(text))
+    return shown
+
+
+@pytest.mark.parametrize("name", ["demo.audit", "skin_tone.audit", "seed001_probe.audit"])
+def test_the_reports_listing_looks_the_same_from_fewer_spans(name):
+    """The report passes the classes its stylesheet colours: every character keeps the colour it had
+    (its class if styled, none otherwise), the text is unchanged, and far fewer spans are laid out."""
+    from scoreaudit.reports.sections.appendix import spec_classes
+
+    src = (ROOT / "examples" / name).read_text(encoding="utf-8")
+    styled = spec_classes()
+    assert {"kd", "nf", "c1", "s2"} <= styled
+    full, lean = highlight_html(src), highlight_html(src, styled)
+    import html
+
+    assert html.unescape(re.sub(r"</?span[^>]*>", "", lean)) == src
+    assert [c if c in styled else "" for c in _class_per_char(full)] == _class_per_char(lean)
+    assert lean.count("<span") < full.count("<span") / 2
+
+
+def test_the_lean_listing_escapes_too():
+    src = 'audit "<script>alert(1)</script> & co" { version: 1 }  # </pre><img src=x>\n'
+    out = highlight_html(src, {"kd", "s2", "c1"})
+    assert "<script>" not in out and "<img" not in out and "</pre>" not in out
+    import html
+
+    assert html.unescape(re.sub(r"</?span[^>]*>", "", out)) == src

@@ -3,12 +3,24 @@ and where the numbers came from (computed, or read from a precomputed file and i
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 from markupsafe import Markup
 
 from scoreaudit.grammar.highlight import highlight_html
 from scoreaudit.reports import fmt
 from scoreaudit.reports.sections import section
 from scoreaudit.reports.sections.first_screen import utc_time
+
+
+@lru_cache(maxsize=1)
+def spec_classes() -> frozenset[str]:
+    """The token classes style.css colours in the spec listing (`pre.spec .kd`, ...): only they get a span."""
+    from importlib.resources import files
+
+    css = files("scoreaudit.reports").joinpath("templates/style.css").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"pre\.spec \.([A-Za-z0-9_-]+)", css))
 
 
 @section("appendix", order=200, title="Appendix")
@@ -21,7 +33,7 @@ def appendix(ctx) -> dict:
     stated = spec.get("sha256")
     settings = [(k, shown(v)) for k, v in (r.get("settings") or {}).items() if k != "title"]
     return {
-        "spec_text": ctx.spec_text, "spec_html": Markup(highlight_html(ctx.spec_text)),  # escaped by Pygments
+        "spec_text": ctx.spec_text, "spec_html": Markup(highlight_html(ctx.spec_text, spec_classes())),  # escaped by highlight_html
         "spec_sha256": ctx.spec_sha256, "spec_path": shown_path(spec.get("path") or "spec.audit"),
         "sha_mismatch": bool(stated) and stated != ctx.spec_sha256, "stated_sha": stated,
         "settings": settings,
