@@ -163,3 +163,23 @@ def test_a_forged_thumbnail_file_is_not_copied(project):
     (out / "mover_thumbnails.json").write_bytes(good.replace(b'"images":{', b'"images":{"forged":"x",', 1))
     run(spec, out)
     assert (out / "mover_thumbnails.json").read_bytes() == good
+
+
+# ---------------------------------------------------------------- no tables, no table code (issue 33)
+
+
+def test_an_audit_without_tables_never_enters_the_table_reader(project, monkeypatch):
+    """The table code (reading, matching, rows: pandas frames) is for audits that declare tables; one that
+    declares none runs, and re-runs, without it, and its bundle says it read no table."""
+    import scoreaudit.runtime.precomputed.matching as matching
+
+    spec, out, first = project
+
+    def fail(*a, **k):
+        raise AssertionError("the table reader ran for an audit without tables")
+
+    monkeypatch.setattr(matching, "combine", fail)  # what every table load goes through, however imported
+    monkeypatch.setattr(matching.TableSet, "matched", fail)
+    spec.write_text(spec.read_text(encoding="utf-8").replace("< 0.05 on real", "< 0.5 on real"), encoding="utf-8")
+    again = run(spec, out)
+    assert again["cells"] and json.loads((out / "run.json").read_text(encoding="utf-8"))["precomputed"] == []

@@ -6,7 +6,7 @@ under which operators (`stage_under`) and with which memo keys (`arm_memos`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scoreaudit.compiler.coverage import is_table_only, provided
 from scoreaudit.compiler.doses import dose_keys
@@ -24,11 +24,12 @@ from scoreaudit.runtime.memo import (
 )
 from scoreaudit.runtime.operator_steps import Img, OperatorSteps
 from scoreaudit.runtime.original_steps import original_measures, original_scores
-from scoreaudit.runtime.precomputed.matching import TableSet
-from scoreaudit.runtime.precomputed.rows import manifest_scores, precomputed_measures, precomputed_scores
 from scoreaudit.runtime.region_steps import Masks, RegionSteps
 from scoreaudit.runtime.scoring import ScorerSlot
 from scoreaudit.runtime.steps import RunContext
+
+if TYPE_CHECKING:  # the table code imports pandas: only an audit with tables loads it
+    from scoreaudit.runtime.precomputed.matching import TableSet
 
 
 class LocalBackend:
@@ -162,6 +163,8 @@ class ArmRunner:
                                  content_hash=None, width=None, height=None, side=rec.side,
                                  pair_id=rec.pair_id, manifest=rec.columns)
             self.usable.append(rec.image_id)
+        from scoreaudit.runtime.precomputed.rows import manifest_scores
+
         scores, excl = manifest_scores(ctx.ir, arm.name, records, skip=self.table_scores)
         for e in excl:
             ctx.exclude(e.arm, e.image_id, e.row, e.stage, e.reason)
@@ -218,6 +221,8 @@ class ArmRunner:
 
     def add_precomputed(self, arm: ArmIR, pre: TableSet) -> None:
         """After the arm's batches: the tables' rows for its usable images, and the tables' exclusions."""
+        from scoreaudit.runtime.precomputed.rows import precomputed_measures, precomputed_scores
+
         ctx = self.ctx
         ids = list(self.usable)
         for r in precomputed_scores(ctx.ir, arm.name, ids, pre).itertuples(index=False):
@@ -233,6 +238,8 @@ class ArmRunner:
 
 def _table_values(ir: AuditIR, arm: str, pre: TableSet) -> dict[tuple[str, str, float, str], float]:
     """(image_id, operator, dose key, measure) → the table's value, for one arm."""
+    from scoreaudit.runtime.precomputed.rows import precomputed_measures
+
     df = precomputed_measures(ir, arm, None, pre)
     return {(i, o, d, n): float(v)
             for i, o, d, n, v in zip(df["image_id"], df["operator"], dose_keys(df["dose"]).tolist(), df["name"],
@@ -256,12 +263,12 @@ def stage_under(stage: ArmStage) -> dict[str, tuple[tuple[str, ...], tuple[str, 
 
 
 def arm_memos(ir: AuditIR, stage: ArmStage, slots: list[ScorerSlot], specs: list[MeasureSpec], dev: str,
-           pre: TableSet, manifest: ManifestResult, regions: RegionSteps) -> Memos:
+           pre: TableSet | None, manifest: ManifestResult, regions: RegionSteps) -> Memos:
     """The arm's memo keys (runtime/memo.py): its plan keys plus what they leave out."""
     extra = {"scorers": {sl.name: [sl.ir.call.plugin, sl.ir.call.version, sl.key_params, sl.needs_prompt]
                          for sl in slots},
              "measures": [sp.name for sp in specs], "device": dev,
-             "tables": [[t.path, t.sha256, t.kind, t.arm] for t in pre.tables],
+             "tables": [[t.path, t.sha256, t.kind, t.arm] for t in (pre.tables if pre is not None else ())],
              "max_pixels": manifest.max_pixels, "seed": ir.settings.seed}
     return Memos(stage.arm, memo_arm_key(stage, extra), regions.columns, manifest.base_dir)
 

@@ -201,7 +201,7 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
     log.note(tensor_note)
     for line in (notes if generated else ()):
         log.note(line)
-    for d in pre.diagnostics:  # warnings only (errors stopped the run above): rows the audit does not use
+    for d in (pre.diagnostics if pre is not None else ()):  # warnings only (errors stopped the run above): rows the audit does not use
         log.note(f"{d.severity}[{d.code}]: {d.message}" + "".join(f"; {n}" for n in d.notes))
     ctx = RunContext(ir=ir, cache=cache, log=log, tables=tables, progress=Progress(False), device=dev,
                      spec_dir=spec_dir, root=root, tensor_path=on_device,
@@ -238,7 +238,8 @@ def _execute(ir: AuditIR, plan: Any = None, *, spec_path: Path, out_dir: Path, d
             runner.pixels = stage.pixels
             runner.memos = arm_memos(ir, stage, arm_slots, arm_specs, dev, pre, manifests[arm.name], regions)
             runner.run(arm, manifests[arm.name])
-            runner.add_precomputed(arm, pre)
+            if pre is not None:
+                runner.add_precomputed(arm, pre)
 
         with Progress(progress) as prog:
             ctx.progress = prog

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only, provided
+from scoreaudit.compiler.coverage import coverage_diagnostics, is_table_only, provided, uses_precomputed
 from scoreaudit.compiler.ir import ArmIR, AuditIR
 from scoreaudit.compiler.plan import ArmStage, arm_work
 from scoreaudit.diagnostics import DiagnosticError, has_errors
@@ -18,8 +18,10 @@ from scoreaudit.registry import REGISTRIES, load_plugins
 from scoreaudit.runtime.columns import required_columns
 from scoreaudit.runtime.device import needs_torch, resolve_device
 from scoreaudit.runtime.manifests import ManifestResult, imageless, load_manifest
-from scoreaudit.runtime.precomputed.matching import TableSet, load_tables
 from scoreaudit.safeio import read_regular
+
+if TYPE_CHECKING:
+    from scoreaudit.runtime.precomputed.matching import TableSet
 
 
 def _requires(ir: AuditIR, run_scorers: set[str] | None = None) -> list[tuple[str, ...]]:
@@ -108,6 +110,8 @@ def load_precomputed(ir: AuditIR, spec_dir: Path, manifests: dict[str, ManifestR
     The same checks as `scoreaudit check` (runtime.precomputed.check.check_precomputed),
     on the ids the run will use.
     """
+    from scoreaudit.runtime.precomputed.matching import load_tables
+
     ids = {n: [r.image_id for r in m.records] for n, m in manifests.items()}
     pre = load_tables(ir, spec_dir, root=root).matched(ir, ids)
     diags = list(pre.diagnostics)
@@ -179,7 +183,7 @@ class Prepared:
     precomputed tables, what those provide and the device the scorers will run on."""
 
     manifests: dict[str, ManifestResult]
-    pre: TableSet
+    pre: TableSet | None  # None: the audit reads no table, table-only scorer or imageless arm
     given: dict[str, set[tuple[str, str]]]
     device: str
 
@@ -193,7 +197,8 @@ def prepare(ir: AuditIR, plan: Any, spec_dir: Path, root: Path | None, device: s
     manifests = load_manifests(ir, spec_dir, root, trusted=trusted, known=known,
                                pixel_free=pixel_free_arms(plan, ir),
                                pixel_notes={a: n for a, st in work.items() if (n := pixel_note(st))})
-    pre = load_precomputed(ir, spec_dir, manifests, root)
+    # an audit without tables builds no table frames (pandas is not even imported: a cached re-run, issue 33)
+    pre = load_precomputed(ir, spec_dir, manifests, root) if uses_precomputed(ir) else None
     given = provided(pre)
     dev = resolve_device(device, needs_torch(_requires(ir, runs_somewhere(ir, given["scores"])
                                                         | set(probed_scorers(ir)))))

@@ -15,16 +15,32 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import polars as pl
 
 from scoreaudit.safeio import UnsafePath, inside as _safe_inside, read_regular
 
-TEXT = pd.Series(["x"]).dtype  # this pandas' default text dtype (str on pandas 3, object before)
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def __getattr__(name: str) -> Any:
+    """`TEXT`: this pandas' default text dtype (str on pandas 3, object before), made on first use, so that
+    reading manifests (polars) imports no pandas: a cached re-run never makes a pandas frame (issue 33)."""
+    if name == "TEXT":
+        return _text_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@lru_cache(maxsize=1)
+def _text_dtype() -> Any:
+    import pandas as pd
+
+    return pd.Series(["x"]).dtype
 
 
 def _text(value: Any) -> tuple[str | None, str | None]:
@@ -270,10 +286,12 @@ def read_frame(path: str | Path, text_columns: Sequence[str] = ()) -> pd.DataFra
     numbers, null is missing), key columns become text so id 7 and "7" agree.
     """
     rec = read_records(path)
+    import pandas as pd
+
     df = pd.DataFrame([r for _, r in rec.rows], columns=list(rec.columns))
     for c in text_columns:
         if c in df.columns:
-            df[c] = pd.Series([_text(v)[0] for v in df[c]], index=df.index, dtype=TEXT)
+            df[c] = pd.Series([_text(v)[0] for v in df[c]], index=df.index, dtype=_text_dtype())
     return df
 
 

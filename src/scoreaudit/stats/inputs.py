@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # the run names the copies (input_name) on every run; only the statistics read them
+    import pandas as pd
 
 from scoreaudit.compiler.lock import table_params  # the one walker; executor imports it from here
 
@@ -30,6 +32,8 @@ def input_name(table: str) -> str:
 
 def read_inputs(bundle: Path, ir_dump: dict) -> dict[str, pd.DataFrame]:
     """The spec's `table:` name → DataFrame, read from the bundle's copies (missing copies are left out)."""
+    import pandas as pd
+
     from scoreaudit.safeio import read_regular
 
     out: dict[str, pd.DataFrame] = {}

@@ -37,19 +37,37 @@ names below are re-exported here for callers that want the whole layer.
 - `provenance(tables, manifests=...)`: the entries of results.json["precomputed"].
 """
 
-from scoreaudit.compiler.coverage import ProvidedTables, declared_tables, dose_text, provided, uses_precomputed
-from scoreaudit.runtime.precomputed.check import check_precomputed, manifest_ids
-from scoreaudit.runtime.precomputed.matching import TableSet, combine, load_tables
+from importlib import import_module
+from typing import Any
+
+# Bound now, not on first use: `provenance` is also a submodule's name, which importing that submodule
+# would otherwise leave here in place of the function (the module imports no pandas).
 from scoreaudit.runtime.precomputed.provenance import manifest_provenance, provenance
-from scoreaudit.runtime.precomputed.reading import KINDS, Kind, LongTable, empty_frame, layout, number, read_long_table
-from scoreaudit.runtime.precomputed.rows import (
-                                                 ManifestRow,
-                                                 imageless_rows,
-                                                 manifest_scores,
-                                                 precomputed_measures,
-                                                 precomputed_scores,
-)
-from scoreaudit.runtime.tablefile import Records, TableError, read_frame, read_records
+
+#: Where each re-exported name lives. The names are loaded on first use (PEP 562), not when the package is
+#: imported: the executor reads `provenance` on every run, and a run without tables must not pay for
+#: `reading`, `matching` and `rows`, which import pandas (a cached re-run, issue 33).
+_EXPORTS = {
+    **dict.fromkeys(("ProvidedTables", "declared_tables", "dose_text", "provided", "uses_precomputed"),
+                    "scoreaudit.compiler.coverage"),
+    **dict.fromkeys(("check_precomputed", "manifest_ids"), "scoreaudit.runtime.precomputed.check"),
+    **dict.fromkeys(("TableSet", "combine", "load_tables"), "scoreaudit.runtime.precomputed.matching"),
+    **dict.fromkeys(("KINDS", "Kind", "LongTable", "empty_frame", "layout", "number", "read_long_table"),
+                    "scoreaudit.runtime.precomputed.reading"),
+    **dict.fromkeys(("ManifestRow", "imageless_rows", "manifest_scores", "precomputed_measures", "precomputed_scores"),
+                    "scoreaudit.runtime.precomputed.rows"),
+    **dict.fromkeys(("Records", "TableError", "read_frame", "read_records"), "scoreaudit.runtime.tablefile"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
 
 __all__ = ["KINDS", "Kind", "LongTable", "ManifestRow", "ProvidedTables", "Records", "TableError", "TableSet",
            "check_precomputed", "combine", "declared_tables", "dose_text", "empty_frame", "imageless_rows", "layout",

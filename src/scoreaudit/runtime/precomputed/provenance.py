@@ -5,16 +5,24 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scoreaudit.compiler.ir import AuditIR
-from scoreaudit.runtime.precomputed.matching import TableSet
-from scoreaudit.runtime.precomputed.rows import _is_precomputed_column
+from scoreaudit.registry import reads_data, reads_tables_only
+
+if TYPE_CHECKING:  # this module imports no pandas: the executor calls it on every run (issue 33)
+    from scoreaudit.runtime.precomputed.matching import TableSet
+
+
+def _is_precomputed_column(ir: AuditIR, scorer: str) -> bool:
+    """Whether `scorer` reads its score from a manifest column (`precomputed(column:|preferred:|other:)`)."""
+    call = ir.scorers[scorer].call
+    return reads_data(call.plugin) and not reads_tables_only(call.plugin, call.params)
 
 # --------------------------------------------------------------------------- provenance
 
 
-def provenance(tables: TableSet, manifest_sources: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+def provenance(tables: TableSet | None, manifest_sources: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """results.json["precomputed"]: one entry per table (and per manifest that holds scores).
 
     Entry: {"file", "sha256", "provides": "scores" | "measures", "arm" (null: the
@@ -22,10 +30,11 @@ def provenance(tables: TableSet, manifest_sources: Sequence[Mapping[str, Any]] =
     "by_arm": {arm: those names it gave that arm} (what the report's appendix
     reads: an audit block's table may give a scorer on one arm only),
     "rows": rows in the file, "used": cells the audit read}. `manifest_sources`
-    are extra entries built by the caller for manifest-column scores (same keys).
+    are extra entries built by the caller for manifest-column scores (same keys). `tables` None: the audit
+    declares none.
     """
     out = []
-    for t in tables.tables:
+    for t in tables.tables if tables is not None else ():
         df = tables.frame(t.kind)
         used = df[df["file"] == t.path] if len(df) else df
         by_arm: dict[str, list[str]] = {}

@@ -18,8 +18,8 @@ from scoreaudit.compiler.coverage import ProvidedTables
 from scoreaudit.compiler.doses import dose_key, dose_keys
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.diagnostics import Diagnostic
-from scoreaudit.registry import reads_data, reads_tables_only
 from scoreaudit.runtime.images import Exclusion
+from scoreaudit.runtime.precomputed.provenance import _is_precomputed_column
 from scoreaudit.runtime.precomputed.reading import BUILTIN_MEASURES, SIDES, text_isin
 from scoreaudit.runtime.tablefile import (
     TEXT,
@@ -122,11 +122,6 @@ def precomputed_measures(ir: AuditIR, arm: str, image_ids: Iterable[str] | None,
 
 
 # --------------------------------------------------------------------------- manifest columns, no images
-
-
-def _is_precomputed_column(ir: AuditIR, scorer: str) -> bool:
-    call = ir.scorers[scorer].call
-    return reads_data(call.plugin) and not reads_tables_only(call.plugin, call.params)
 
 
 def manifest_scores(ir: AuditIR, arm: str, records: Iterable[Any],
