@@ -19,6 +19,7 @@ No project imports: every layer may use this module.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import tempfile
@@ -394,3 +395,13 @@ def swap_in(staged: str | Path, target: str | Path) -> Path:
     os.rename(staged, target)
     _remove(old)
     return target
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks: what the bundle's records of reused outputs (stats.json,
+    render.json, reuse.json) hold, so that a copied file is vouched for by its bytes."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

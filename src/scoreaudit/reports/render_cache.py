@@ -24,6 +24,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from scoreaudit.safeio import sha256_file
+
 RECORD = "render.json"
 #: Bundle files that no report section reads and that differ between two runs of the same audit.
 SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RECORD, "run.json", "stats.json",
@@ -31,14 +33,6 @@ SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", RE
 #: The run.json fields the report shows (sections/appendix.py: device; sections/run_warnings.py: warnings).
 RUN_FIELDS = ("device", "warnings")
 REPORTS = ("report.html", "report.pdf")
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +67,7 @@ def inputs_key(bundle: Path) -> str:
         rel = p.relative_to(bundle).as_posix()
         if not p.is_file() or p.is_symlink() or rel in SKIPPED or p.name.startswith("."):
             continue
-        h.update(rel.encode() + b"\0" + _sha256_file(p).encode() + b"\0")
+        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\0")
     run_json = bundle / "run.json"
     if run_json.is_file():
         from scoreaudit.stats.provenance import read_json
@@ -104,7 +98,7 @@ def current(bundle: Path, name: str, key: str) -> bool:
     entry = read_record(bundle).get(name)
     path = Path(bundle) / name
     return (isinstance(entry, dict) and entry.get("key") == key and path.is_file() and not path.is_symlink()
-            and entry.get("sha256") == _sha256_file(path))
+            and entry.get("sha256") == sha256_file(path))
 
 
 def adopt(source: Path | None, bundle: Path, name: str, key: str) -> bool:
@@ -125,7 +119,7 @@ def write_record(bundle: Path, keys: dict[str, str], names: list[str]) -> None:
     rec = {n: e for n, e in read_record(bundle).items() if n in REPORTS and n not in names
            and isinstance(e, dict) and (bundle / n).is_file()}
     for n in names:
-        rec[n] = {"key": keys[n], "sha256": _sha256_file(bundle / n)}
+        rec[n] = {"key": keys[n], "sha256": sha256_file(bundle / n)}
     write_atomic(bundle / RECORD, json.dumps(rec, indent=1, sort_keys=True))
 
 

@@ -17,18 +17,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from scoreaudit.safeio import sha256_file
+
 RECORD = "reuse.json"
 KEY_VERSION = 1
 #: ir.json fields no thumbnail depends on (the spec's folder is a key part of its own).
 NOT_DECLARATIONS = frozenset({"hypotheses", "source_hash", "source_path"})
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read_json(path: Path) -> dict:
@@ -53,7 +47,7 @@ def file_hashes(bundle: Path, names: list[str]) -> str:
     lines = []
     for name in names:
         p = Path(bundle) / name
-        lines.append(f"{name} {_sha256_file(p) if p.is_file() and not p.is_symlink() else '-'}")
+        lines.append(f"{name} {sha256_file(p) if p.is_file() and not p.is_symlink() else '-'}")
     return "\n".join(lines)
 
 
@@ -78,7 +72,7 @@ def record(bundle: Path, name: str, key: str) -> None:
 
     bundle = Path(bundle)
     rec = {n: e for n, e in _read(bundle).items() if isinstance(e, dict) and n != name}
-    rec[name] = {"key": key, "sha256": _sha256_file(bundle / name)}
+    rec[name] = {"key": key, "sha256": sha256_file(bundle / name)}
     write_atomic(bundle / RECORD, json.dumps(rec, indent=1, sort_keys=True))
 
 

@@ -24,6 +24,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from scoreaudit.safeio import sha256_file
+
 RECORD = "stats.json"
 KEY_VERSION = 1
 #: The run.json fields the statistics read (provenance.environment and lock_info, engine.analyse).
@@ -31,14 +33,6 @@ RUN_FIELDS = ("command", "device", "first_score_at", "git", "precomputed", "scor
 #: Bundle files that are not inputs of the statistics (or change on every run: run.json, hashed in part).
 SKIPPED = frozenset({"run.log", "manifest.json", "report.html", "report.pdf", "render.json", RECORD, "run.json",
                      "results.json", "mover_thumbnails.json", "reuse.json"})
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _environment() -> str:
@@ -61,7 +55,7 @@ def inputs_key(bundle: Path) -> str:
         rel = p.relative_to(bundle).as_posix()
         if not p.is_file() or p.is_symlink() or rel in SKIPPED or p.name.startswith("."):
             continue
-        h.update(rel.encode() + b"\0" + _sha256_file(p).encode() + b"\0")
+        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\0")
     run_json = bundle / "run.json"
     if run_json.is_file() and not run_json.is_symlink():
         from scoreaudit.stats.provenance import read_json
@@ -84,7 +78,7 @@ def write_record(bundle: Path, key: str, results: dict) -> None:
     from scoreaudit.safeio import write_atomic
 
     bundle = Path(bundle)
-    files = {rel: _sha256_file(bundle / rel) for rel in _outputs(results) if (bundle / rel).is_file()}
+    files = {rel: sha256_file(bundle / rel) for rel in _outputs(results) if (bundle / rel).is_file()}
     write_atomic(bundle / RECORD, json.dumps({"key_version": KEY_VERSION, "key": key, "files": files},
                                              indent=1, sort_keys=True))
 
