@@ -19,11 +19,12 @@ run, measured in the same process minutes apart, are the figures to compare
                           [--profile] [--keep]
 
 `--cli` times the whole command instead (`scoreaudit run SPEC --out OUT`, a fresh process each:
-imports, pipeline, statistics, the HTML and PDF report, the manifest), three runs into one
-bundle folder as a user re-runs: first (empty cache), nothing changed (target ≤ 5% of first),
-one hypothesis edited (target ≤ 10%); it checks that the unchanged re-run did not lay out the
-report again (render.json's keys, the PDF's bytes) and that the edit did, then edits the hypothesis
-once more in one process that times each stage `api.run` calls (where an edit's seconds go).
+imports, pipeline, statistics, the HTML and PDF report, the manifest), runs into one bundle
+folder as a user re-runs: first (empty cache), nothing changed (target ≤ 5% of first), one
+hypothesis edited (target ≤ 10%), the two re-runs `--rounds` times each (best counts). It checks
+that the unchanged re-run did not lay out the report again (render.json's keys, the PDF's bytes)
+and that the edit did, then edits the hypothesis once more in one process that times each stage
+`api.run` calls (where an edit's seconds go).
 
 Sizes: full = 1,500 images (the issue's figure), medium = 300, small = 60.
 `--data DIR` reuses images drawn by an earlier run (`--keep` prints where they are);
@@ -169,8 +170,9 @@ def stage_breakdown(spec: Path, out: Path, src: Path) -> None:
         print(f"  {label:<46}{sec:>7.2f} s{sec / total:>7.1%}")
 
 
-def cli_bench(work: Path, spec: Path, source: str, tool_src: Path | None = None) -> int:
-    """The whole `scoreaudit run` command: first, nothing changed, one hypothesis edited."""
+def cli_bench(work: Path, spec: Path, source: str, tool_src: Path | None = None, rounds: int = 3) -> int:
+    """The whole `scoreaudit run` command: first, nothing changed, one hypothesis edited; the two re-runs
+    `rounds` times each (alternating, each edit a new threshold), the best time of each counting."""
     import json
 
     out = work / "out"
@@ -201,6 +203,12 @@ def cli_bench(work: Path, spec: Path, source: str, tool_src: Path | None = None)
     rec3 = _record(out)
     reused = rec1 == rec2 and pdf1 == pdf2
     rerendered = rec3.get("report.html", {}).get("key") != rec2.get("report.html", {}).get("key")
+    for r in range(1, rounds):  # more rounds: the first run's cost is fixed, a re-run's few seconds are noisy
+        cached = min(cached, _cli_run(spec, out, src))
+        spec.write_text(source.replace("abs(asymmetry(light)) < 0.1", f"abs(asymmetry(light)) < {0.2 + 0.01 * r:.2f}"),
+                        encoding="utf-8")
+        hyp = min(hyp, _cli_run(spec, out, src))
+    print(f"re-runs: best of {rounds} each")
     print(f"{'scoreaudit run':<16}{'wall s':>9}{'/ first':>9}{'load':>7}")
     for name, r in (("first", first), ("nothing changed", cached), ("hypothesis edit", hyp)):
         print(f"{name:<16}{r[0]:>9.2f}{r[0] / first[0]:>9.1%}{r[1]:>7}")
@@ -209,7 +217,7 @@ def cli_bench(work: Path, spec: Path, source: str, tool_src: Path | None = None)
           f"{hyp[0] / first[0]:.1%} (target ≤ 10%): {'PASS' if ok else 'FAIL'}")
     print(f"unchanged re-run reused the report: {bool(rec1 == rec2)} (PDF bytes equal: {reused}); "
           f"the edit rendered it again: {rerendered}")
-    spec.write_text(edited.replace("abs(asymmetry(light)) < 0.2", "abs(asymmetry(light)) < 0.3"), encoding="utf-8")
+    spec.write_text(source.replace("abs(asymmetry(light)) < 0.1", "abs(asymmetry(light)) < 0.3"), encoding="utf-8")
     stage_breakdown(spec, out, src)
     return 0 if ok and rec1 and rec1 == rec2 and rerendered else 1
 
@@ -224,6 +232,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="profile the stats-only re-run")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--cli", action="store_true", help="time the whole `scoreaudit run` command (module docstring)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --cli: runs of each re-run (best counts)")
     ap.add_argument("--src", type=Path, default=None, help="with --cli: the tool's src/ to run (default: this "
                                                            "checkout's; e.g. an older tree exported by git archive)")
     args = ap.parse_args(argv)
@@ -250,7 +259,7 @@ def main(argv=None) -> int:
               f"cache {cache}", flush=True)
 
         if args.cli:
-            return cli_bench(work, spec, source, args.src)
+            return cli_bench(work, spec, source, args.src, max(1, args.rounds))
         first = _timed_run(spec, work / "out1", cache)
         cached = _timed_run(spec, work / "out2", cache)
         edited = source.replace("abs(asymmetry(light)) < 0.1", "abs(asymmetry(light)) < 0.2")
