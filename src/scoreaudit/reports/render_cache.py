@@ -24,6 +24,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from scoreaudit import outputrecords
 from scoreaudit.safeio import sha256_file
 
 RECORD = "render.json"
@@ -85,42 +86,24 @@ def file_keys(bundle: Path) -> dict[str, str]:
             "report.pdf": hashlib.sha256(f"{base}\0weasyprint {_weasyprint_version()}".encode()).hexdigest()}
 
 
-def read_record(bundle: Path) -> dict:
-    from scoreaudit.stats.provenance import read_json
-
-    path = Path(bundle) / RECORD
-    rec = read_json(path) if path.is_file() and not path.is_symlink() else {}
-    return rec if isinstance(rec, dict) else {}
-
-
 def current(bundle: Path, name: str, key: str) -> bool:
     """Whether bundle/name was rendered from inputs with `key` and is unchanged since."""
-    entry = read_record(bundle).get(name)
-    path = Path(bundle) / name
-    return (isinstance(entry, dict) and entry.get("key") == key and path.is_file() and not path.is_symlink()
-            and entry.get("sha256") == sha256_file(path))
+    return outputrecords.current(bundle, RECORD, name, key)
 
 
 def adopt(source: Path | None, bundle: Path, name: str, key: str) -> bool:
     """Copy source/name into `bundle` when it is current for `key` there (a previous bundle); True if copied."""
-    if source is None or Path(source).resolve() == Path(bundle).resolve() or not current(source, name, key):
-        return False
-    from scoreaudit.safeio import write_atomic
-
-    write_atomic(Path(bundle) / name, (Path(source) / name).read_bytes())
-    return True
+    return outputrecords.adopt(source, bundle, RECORD, name, key) is not None
 
 
 def write_record(bundle: Path, keys: dict[str, str], names: list[str]) -> None:
     """Record `names`' keys and hashes (after the files are in place), keeping other entries still current."""
-    from scoreaudit.safeio import write_atomic
-
     bundle = Path(bundle)
-    rec = {n: e for n, e in read_record(bundle).items() if n in REPORTS and n not in names
-           and isinstance(e, dict) and (bundle / n).is_file()}
+    rec = {n: e for n, e in outputrecords.read(bundle, RECORD).items()
+           if n in REPORTS and n not in names and (bundle / n).is_file()}
     for n in names:
-        rec[n] = {"key": keys[n], "sha256": sha256_file(bundle / n)}
-    write_atomic(bundle / RECORD, json.dumps(rec, indent=1, sort_keys=True))
+        rec[n] = outputrecords.entry(bundle, n, keys[n])
+    outputrecords.write(bundle, RECORD, rec)
 
 
 __all__ = ["RECORD", "adopt", "current", "file_keys", "inputs_key", "write_record"]

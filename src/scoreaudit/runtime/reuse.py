@@ -5,10 +5,10 @@ that move each cell most) decode images and apply operators again on every run: 
 of a cached re-run at 1,500 images (issue 33). Their inputs are known: the audit's declarations but
 its hypotheses (`ir.json` without them), the tables that name the images and their content hashes,
 the cells shown (for the movers), the spec's folder and the tool's code. A stage passes the parts of
-its key; `reuse.json` in the bundle records, per file, its key (version `KEY_VERSION`) and sha256.
-A re-run copies the file from the bundle it replaces when the key matches and the file still has
-its recorded hash; else the stage makes it and records the new key. The file is written before
-its record, so a crash leaves a record that does not vouch for it.
+its key (version `KEY_VERSION`); `reuse.json` in the bundle records, per file, its key and sha256
+(outputrecords.py, the report's render.json alike). A re-run copies the file from the bundle it
+replaces when the key matches and the file still has its recorded hash; else the stage makes it
+and records the new key.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from scoreaudit import outputrecords
 from scoreaudit.safeio import sha256_file
 
 RECORD = "reuse.json"
@@ -25,20 +26,10 @@ KEY_VERSION = 1
 NOT_DECLARATIONS = frozenset({"hypotheses", "source_hash", "source_path"})
 
 
-def _read_json(path: Path) -> dict:
-    from scoreaudit.safeio import UnsafePath, loads_bounded, read_regular
-
-    try:
-        doc = loads_bounded(read_regular(path).decode("utf-8"))
-    except (OSError, ValueError, UnsafePath):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 def declarations(bundle: Path) -> str:
     """The bundle's ir.json without its hypotheses (nor the spec text's hash and path, which any edit moves),
     canonical: what a thumbnail depends on of the audit."""
-    ir = _read_json(Path(bundle) / "ir.json")
+    ir = outputrecords.read_object(Path(bundle) / "ir.json")
     return json.dumps({k: v for k, v in ir.items() if k not in NOT_DECLARATIONS}, sort_keys=True, default=str)
 
 
@@ -61,49 +52,26 @@ def stage_key(*parts: str) -> str:
     return h.hexdigest()
 
 
-def _read(bundle: Path) -> dict:
-    path = Path(bundle) / RECORD
-    return _read_json(path) if path.is_file() and not path.is_symlink() else {}
-
-
-def record(bundle: Path, name: str, key: str) -> None:
+def record(bundle: Path, name: str, key: str, sha256: str | None = None) -> None:
     """Record that bundle/name (in place now) was made from inputs with `key`."""
-    from scoreaudit.safeio import write_atomic
-
-    bundle = Path(bundle)
-    rec = {n: e for n, e in _read(bundle).items() if isinstance(e, dict) and n != name}
-    rec[name] = {"key": key, "sha256": sha256_file(bundle / name)}
-    write_atomic(bundle / RECORD, json.dumps(rec, indent=1, sort_keys=True))
+    entries = {n: e for n, e in outputrecords.read(bundle, RECORD).items() if n != name}
+    entries[name] = outputrecords.entry(bundle, name, key, sha256)
+    outputrecords.write(bundle, RECORD, entries)
 
 
 def forget(bundle: Path, name: str) -> None:
     """Drop bundle/name's entry (the stage wrote no file this time)."""
-    from scoreaudit.safeio import write_atomic
-
-    rec = _read(bundle)
-    if name in rec:
-        rec.pop(name)
-        write_atomic(Path(bundle) / RECORD, json.dumps(rec, indent=1, sort_keys=True))
+    entries = outputrecords.read(bundle, RECORD)
+    if entries.pop(name, None) is not None:
+        outputrecords.write(bundle, RECORD, entries)
 
 
 def adopt(previous: Path | None, bundle: Path, name: str, key: str) -> bool:
     """Copy previous/name into `bundle` (and record it) when it was made from inputs with `key`."""
-    if previous is None or not Path(previous).is_dir() or Path(previous).resolve() == Path(bundle).resolve():
-        return False
-    from scoreaudit.safeio import UnsafePath, read_regular, write_atomic
-
-    entry = _read(Path(previous)).get(name)
-    if not isinstance(entry, dict) or entry.get("key") != key:
-        return False
-    try:
-        blob = read_regular(Path(previous) / name, root=previous)
-    except (OSError, UnsafePath):
-        return False
-    if hashlib.sha256(blob).hexdigest() != entry.get("sha256"):
-        return False
-    write_atomic(Path(bundle) / name, blob)
-    record(bundle, name, key)
-    return True
+    sha = outputrecords.adopt(previous, bundle, RECORD, name, key)
+    if sha is not None:
+        record(bundle, name, key, sha)
+    return sha is not None
 
 
 __all__ = ["KEY_VERSION", "RECORD", "adopt", "declarations", "file_hashes", "forget", "record", "stage_key"]
