@@ -100,11 +100,11 @@ def _records(ir, arm_name: str, spec_dir: Path, root: Path | None, out_dir: Path
 
 def make_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: Path | None = None,
                           per_cell: int = PER_CELL, size: int = SIZE, max_bytes: int = MAX_BYTES,
-                          progress: bool = False) -> dict[str, Any]:
+                          progress: bool = False, wanted: set[tuple[str, str, str]] | None = None) -> dict[str, Any]:
     """{size, per_cell, images: {key: base64 JPEG}} for the first `per_cell` movers of every within-image cell
     of the bundle in `out_dir` (its results.json and scores table), until `max_bytes` of text is stored.
     `progress`: a bar (plain lines off a terminal) per image decoded: region detection on large images can
-    take a while, and a run is never silent."""
+    take a while, and a run is never silent. `wanted`: those cells, when the caller has read them already."""
     import pandas as pd
 
     from scoreaudit.plainprogress import stage_bar
@@ -115,8 +115,9 @@ def make_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root: 
     results_path, scores_path = out_dir / "results.json", out_dir / "tables" / "scores.parquet"
     if not results_path.is_file() or not scores_path.is_file():
         return empty
-    ops = {n: {"doses": list(o.doses), "identity": o.identity} for n, o in ir.operators.items()}
-    wanted = within_image_cells(json.loads(results_path.read_text(encoding="utf-8")).get("cells"), ops)
+    ops = _operators(ir)
+    if wanted is None:
+        wanted = within_image_cells(json.loads(results_path.read_text(encoding="utf-8")).get("cells"), ops)
     if not wanted:
         return empty
     scores = pd.read_parquet(scores_path, columns=["arm", "image_id", "operator", "dose", "scorer", "score"])
@@ -187,21 +188,27 @@ def _store(ir, movers: dict, spec_dir: Path, root: Path | None, out_dir: Path, e
     return empty
 
 
-def _reuse_key(ir, spec_path: str | Path, out_dir: Path, root: Path | None) -> str:
+def _operators(ir) -> dict[str, dict]:
+    return {n: {"doses": list(o.doses), "identity": o.identity} for n, o in ir.operators.items()}
+
+
+def _shown_cells(ir, out_dir: Path) -> set[tuple[str, str, str]] | None:
+    """The within-image cells of the bundle's results.json (none without one), or None: results of another
+    shape (keyed apart and made afresh)."""
+    results_path = out_dir / "results.json"
+    try:
+        cells = json.loads(results_path.read_text(encoding="utf-8")).get("cells") if results_path.is_file() else []
+        return within_image_cells(cells or [], _operators(ir))
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        return None
+
+
+def _reuse_key(ir, spec_path: str | Path, out_dir: Path, root: Path | None, shown: set | None) -> str:
     """What the movers' thumbnails are made from (runtime/reuse.py): the declarations, the cells shown, the
     tables that rank the movers and name their images, where the images are."""
     from scoreaudit.runtime import reuse
 
-    results_path = out_dir / "results.json"
-    try:
-        cells = json.loads(results_path.read_text(encoding="utf-8")).get("cells") if results_path.is_file() else []
-    except (OSError, ValueError, AttributeError):
-        cells = None
-    ops = {n: {"doses": list(o.doses), "identity": o.identity} for n, o in ir.operators.items()}
-    try:
-        wanted = sorted(within_image_cells(cells or [], ops))
-    except (TypeError, AttributeError, KeyError):  # results of another shape: keyed apart, made afresh
-        wanted = [("?", "?", "?")]
+    wanted = sorted(shown) if shown is not None else [("?", "?", "?")]
     return reuse.stage_key(FILE, reuse.declarations(out_dir), json.dumps(wanted), str(Path(spec_path).resolve().parent),
                            str(root), reuse.file_hashes(out_dir, ["tables/images.parquet", "tables/regions.parquet",
                                                                   "tables/scores.parquet"]))
@@ -220,10 +227,11 @@ def write_mover_thumbnails(ir, spec_path: str | Path, out_dir: str | Path, root:
         path.unlink(missing_ok=True)
         reuse.forget(out_dir, FILE)
         return None
-    key = _reuse_key(ir, spec_path, out_dir, root)
+    shown = _shown_cells(ir, out_dir)
+    key = _reuse_key(ir, spec_path, out_dir, root, shown)
     if reuse.adopt(previous, out_dir, FILE, key):
         return path
-    data = make_mover_thumbnails(ir, spec_path, out_dir, root, progress=progress)
+    data = make_mover_thumbnails(ir, spec_path, out_dir, root, progress=progress, wanted=shown)
     path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True), encoding="utf-8")
     reuse.record(out_dir, FILE, key)
     return path
