@@ -248,6 +248,12 @@ def is_precomputed(ir: AuditIR, scorer: str) -> bool:
     return reads_data(ir.scorers[scorer].call.plugin)
 
 
+def reads_manifest_column(ir: AuditIR, scorer: str) -> bool:
+    """A data-reading scorer given a column (`precomputed(column:|preferred:|other:)`): its scores are read
+    from the manifest's rows."""
+    return is_precomputed(ir, scorer) and not is_table_only(ir, scorer)
+
+
 def _cells_by_arm_scorer(ir: AuditIR) -> dict[tuple[str, str], list[str]]:
     out: dict[tuple[str, str], list[str]] = {}
     for cell in ir.cells():

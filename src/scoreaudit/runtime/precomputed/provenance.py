@@ -7,17 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scoreaudit.compiler.coverage import reads_manifest_column
 from scoreaudit.compiler.ir import AuditIR
-from scoreaudit.registry import reads_data, reads_tables_only
 
 if TYPE_CHECKING:  # this module imports no pandas: the executor calls it on every run (issue 33)
     from scoreaudit.runtime.precomputed.matching import TableSet
-
-
-def _is_precomputed_column(ir: AuditIR, scorer: str) -> bool:
-    """Whether `scorer` reads its score from a manifest column (`precomputed(column:|preferred:|other:)`)."""
-    call = ir.scorers[scorer].call
-    return reads_data(call.plugin) and not reads_tables_only(call.plugin, call.params)
 
 # --------------------------------------------------------------------------- provenance
 
@@ -49,7 +43,7 @@ def provenance(tables: TableSet | None, manifest_sources: Sequence[Mapping[str, 
 
 def manifest_provenance(ir: AuditIR, spec_dir: str | Path) -> list[dict[str, Any]]:
     """Entries for manifests whose columns hold scores (`precomputed(column:|preferred:|other:)`)."""
-    names = [s for s in ir.scorers if _is_precomputed_column(ir, s)]
+    names = [s for s in ir.scorers if reads_manifest_column(ir, s)]
     out: list[dict[str, Any]] = []
     if not names:
         return out

@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoreaudit.compiler.coverage import ProvidedTables
+from scoreaudit.compiler.coverage import ProvidedTables, reads_manifest_column
 from scoreaudit.compiler.doses import dose_key, dose_keys
 from scoreaudit.compiler.ir import ORIGINAL, AuditIR
 from scoreaudit.diagnostics import Diagnostic
 from scoreaudit.runtime.images import Exclusion
-from scoreaudit.runtime.precomputed.provenance import _is_precomputed_column
 from scoreaudit.runtime.precomputed.reading import BUILTIN_MEASURES, SIDES, text_isin
 from scoreaudit.runtime.tablefile import (
     TEXT,
@@ -145,7 +144,7 @@ def manifest_scores(ir: AuditIR, arm: str, records: Iterable[Any],
     records = list(records)
     recs, excl = [], []
     for scorer in ir.scorers:
-        if not _is_precomputed_column(ir, scorer) or (arm, scorer) in skip:
+        if not reads_manifest_column(ir, scorer) or (arm, scorer) in skip:
             continue
         if not need.has(("score", arm, scorer, ORIGINAL)):
             continue
