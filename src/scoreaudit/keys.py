@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +68,12 @@ def canonical_json(value: Any) -> str:
                           allow_nan=False)
 
 
-@lru_cache(maxsize=1)
-def source_version() -> str:
-    """sha256 over the scoreaudit package's source files (names and bytes), once per process: part of the
-    key of every output reused from an earlier bundle (statistics, thumbnails), so that any change of the
-    tool's code makes them again."""
-    root = Path(__file__).resolve().parent
+@cache
+def source_version(subpackage: str = "") -> str:
+    """sha256 over the source files (names and bytes) of the scoreaudit package, or of one `subpackage`
+    of it (`reports`), once per process: part of the key of every output reused from an earlier bundle
+    (statistics, thumbnails, reports), so that a change of the code it comes from makes it again."""
+    root = Path(__file__).resolve().parent / subpackage
     h = hashlib.sha256()
     for p in sorted(root.rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":

@@ -39,16 +39,10 @@ REPORTS = ("report.html", "report.pdf")
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """sha256 over the report package's files (names and bytes) and the tool's version: one per process."""
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
-            h.update(p.relative_to(root).as_posix().encode() + b"\0")
-            h.update(p.read_bytes() + b"\0")
+    from scoreaudit.keys import source_version
     from scoreaudit.stats.provenance import package_versions
 
-    h.update(str(package_versions().get("scoreaudit", "")).encode())
-    return h.hexdigest()
+    return hashlib.sha256(f"{source_version('reports')}\0{package_versions().get('scoreaudit', '')}".encode()).hexdigest()
 
 
 def _weasyprint_version() -> str:
