@@ -74,18 +74,14 @@ def expanded_z(q: float, G: int | None) -> float:
     """The quantile that replaces Φ⁻¹(q) in bootstrap intervals: sqrt(G/(G−1))·t_{G−1}(q) (Φ⁻¹(q) without G)."""
     if not G or G < 3:
         return _z(q)
-    from scipy.special import stdtrit
-
-    return float(math.sqrt(G / (G - 1)) * stdtrit(G - 1, q))
+    return math.sqrt(G / (G - 1)) * _t_ppf(q, G - 1)
 
 
 def expanded_level(z: float, G: int | None) -> float:
     """Inverse of `expanded_z`: the nominal level q whose expanded quantile is z."""
     if not G or G < 3:
         return _phi(z)
-    from scipy.special import stdtr
-
-    return float(stdtr(G - 1, z / math.sqrt(G / (G - 1))))
+    return _t_cdf(z / math.sqrt(G / (G - 1)), G - 1)
 
 
 @dataclass(frozen=True)
