@@ -246,10 +246,10 @@ def test_attribute_effect_cell_matches_statsmodels(body_ir):
                                              ("bonferroni", "bonferroni")])
 def test_q_values_match_multipletests(method, sm_name):
     p = np.random.default_rng(1).uniform(0, 0.2, 17)
-    q = adjust(list(p) + [float("nan")], method, 0.05)
+    q = adjust(list(p) + [float("nan")], method)
     np.testing.assert_allclose(q[:-1], multipletests(p, alpha=0.05, method=sm_name)[1], atol=1e-12)
     assert np.isnan(q[-1])
-    assert adjust([0.2, 0.01], "none", 0.05) == [0.2, 0.01]
+    assert adjust([0.2, 0.01], "none") == [0.2, 0.01]
     # what real families hold: ties (discrete tests), p = 1, a single cell, large p's capped at 1, NaNs between
     rng = np.random.default_rng(7)
     cases = [np.array([0.5]), np.array([0.01, 0.01, 0.01]), np.array([1.0, 1.0, 0.04, 0.04, 0.2]),
@@ -257,7 +257,7 @@ def test_q_values_match_multipletests(method, sm_name):
     for p in cases:
         mixed = list(p)
         mixed.insert(len(mixed) // 2, float("nan"))
-        q = np.array(adjust(mixed, method, 0.05))
+        q = np.array(adjust(mixed, method))
         np.testing.assert_allclose(np.delete(q, len(p) // 2), multipletests(p, alpha=0.05, method=sm_name)[1],
                                    atol=1e-12, err_msg=str(p))
 

@@ -29,7 +29,7 @@ def resolver(name: str):
 def resolve_transfers(cells: list[dict], correction: str, alpha: float) -> None:
     live = [c for c in cells if not c.get("undefined")]
     ps = [p for c in live for p in (c["detail"]["p_source"], c["detail"]["p_target"])]
-    qs = adjust(ps, correction, alpha)
+    qs = adjust(ps, correction)
     for k, c in enumerate(live):
         qs_, qr = qs[2 * k], qs[2 * k + 1]
         cls = classify(c["detail"], qs_, qr, alpha)

@@ -111,7 +111,7 @@ def evaluate_cells(ctx: StatContext, cells: list[CellIR], progress: bool = False
         c["family"] = key
         families.setdefault(key, []).append(k)
     for members in families.values():
-        qs = adjust([out[k]["p"] for k in members], ctx.settings.correction, ctx.alpha)
+        qs = adjust([out[k]["p"] for k in members], ctx.settings.correction)
         for k, q in zip(members, qs):
             out[k]["q"] = q
     by_claim: dict[str, list[dict]] = {}

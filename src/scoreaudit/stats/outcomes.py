@@ -65,7 +65,7 @@ def cell_p(est: Estimate, test: TestIR) -> float:
     return float("nan") if est.p_fixed is None else float(est.p_fixed)
 
 
-def adjust(p: list[float], correction: str, alpha: float) -> list[float]:
+def adjust(p: list[float], correction: str) -> list[float]:
     """q-values over the finite p's (one family); NaN stays NaN."""
     arr = np.asarray(p, dtype=float)
     q = np.full_like(arr, np.nan)
