@@ -332,3 +332,68 @@ def test_t_quantiles_and_tails_match_scipy_stats(df):
     for x in (-40.0, -3.0, -0.1, 0.0, 2.0, 50.0):
         assert _t_cdf(x, df) == pytest.approx(dist.cdf(x), rel=1e-12, abs=1e-300)
         assert _t_cdf(-x, df) == pytest.approx(dist.sf(x), rel=1e-12, abs=1e-300)
+
+
+def _omnibus_cases():
+    """What real strata hold: ties (discrete scores), tiny groups, unequal sizes, constant groups."""
+    rng = np.random.default_rng(11)
+    return [
+        [rng.normal(0, 1, 30), rng.normal(0.4, 1, 25), rng.normal(-0.2, 2, 40)],
+        [np.round(rng.normal(0, 1, 50), 1), np.round(rng.normal(0.2, 1, 7), 1)],
+        [rng.integers(0, 4, 20).astype(float), rng.integers(0, 4, 3).astype(float), rng.integers(1, 5, 12).astype(float)],
+        [np.array([1.0, 2.0]), np.array([3.0]), np.array([2.0, 2.0, 5.0])],
+        [np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0])],
+        [rng.normal(0, 1, 400), rng.normal(0.05, 1, 600), rng.normal(0, 1, 500), rng.normal(0.1, 1, 300)],
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_written_out_kruskal_and_anova_match_scipy(case):
+    from scoreaudit.stats import omnibus
+
+    groups = _omnibus_cases()[case]
+    h, p = omnibus.kruskal(*groups)
+    ref = stats.kruskal(*groups)
+    assert h == pytest.approx(ref.statistic, rel=1e-12) and p == pytest.approx(ref.pvalue, rel=1e-10, abs=1e-300)
+    f, p = omnibus.f_oneway(*groups)
+    ref = stats.f_oneway(*groups)
+    assert f == pytest.approx(ref.statistic, rel=1e-10) and p == pytest.approx(ref.pvalue, rel=1e-8, abs=1e-300)
+
+
+def test_written_out_omnibus_tests_where_scipy_gives_nan():
+    from scoreaudit.stats import omnibus
+
+    with np.errstate(all="ignore"):
+        ref = stats.kruskal([2.0, 2.0], [2.0, 2.0, 2.0])
+    assert np.isnan(ref.pvalue) and all(np.isnan(omnibus.kruskal([2.0, 2.0], [2.0, 2.0, 2.0])))
+    assert all(np.isnan(omnibus.kruskal([1.0, np.nan], [2.0, 3.0])))
+    assert all(np.isnan(omnibus.f_oneway([1.0, 1.0], [1.0, 1.0, 1.0])))
+    assert omnibus.f_oneway([1.0, 1.0], [2.0, 2.0, 2.0]) == (float("inf"), 0.0)
+    assert tuple(stats.f_oneway([1.0, 1.0], [2.0, 2.0, 2.0])) == (np.inf, 0.0)
+    with np.errstate(all="ignore"):
+        ref = stats.friedmanchisquare([1.0, 1.0], [1.0, 1.0], [1.0, 1.0])
+    assert np.isnan(ref.pvalue) and all(np.isnan(omnibus.friedman(np.ones((2, 3)))))
+
+
+@pytest.mark.parametrize("shape,discrete", [((12, 3), False), ((40, 5), True), ((2, 3), True), ((300, 4), True)])
+def test_written_out_friedman_matches_scipy(shape, discrete):
+    from scoreaudit.stats import omnibus
+
+    rng = np.random.default_rng(shape[0])
+    m = rng.integers(0, 3, shape).astype(float) if discrete else rng.normal(0, 1, shape) + np.arange(shape[1]) * 0.3
+    m[0] = 1.0  # one block tied throughout
+    chisq, p = omnibus.friedman(m)
+    ref = stats.friedmanchisquare(*m.T)
+    assert chisq == pytest.approx(ref.statistic, rel=1e-12) and p == pytest.approx(ref.pvalue, rel=1e-10, abs=1e-300)
+
+
+def test_written_out_sign_test_and_f_tail_match_scipy():
+    from scoreaudit.stats import omnibus
+
+    for n in (1, 2, 5, 10, 11, 40, 301):
+        for k in range(n + 1):
+            assert omnibus.sign_test(k, n) == pytest.approx(stats.binomtest(k, n, 0.5).pvalue, rel=1e-10), (k, n)
+    assert omnibus.sign_test(0, 0) == 1.0
+    for x, q, d in [(0.0, 1, 5), (2.5, 2, 30), (40.0, 3, 1469), (1e-9, 4, 2), (np.inf, 2, 9)]:
+        assert omnibus.f_sf(x, q, d) == pytest.approx(stats.f.sf(x, q, d), rel=1e-10, abs=1e-300)
+    assert np.isnan(omnibus.f_sf(float("nan"), 2, 9))

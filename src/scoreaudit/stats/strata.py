@@ -31,10 +31,10 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
-from scipy import stats as sps
 
 from scoreaudit.compiler.ir import StatCallIR
 from scoreaudit.compiler.settings import claim_level
+from scoreaudit.stats import omnibus
 from scoreaudit.stats.context import ArmData, StatContext, StatError
 from scoreaudit.stats.estimate import Estimate
 from scoreaudit.stats.transfer import inner_call
@@ -77,7 +77,7 @@ def _wald(boots: list[np.ndarray], ests: list[float], G: int) -> tuple[float, fl
         return float("nan"), float("nan"), q
     cov = np.cov(B, rowvar=False).reshape(q, q)
     w = float(d @ np.linalg.pinv(cov) @ d) / q
-    return w, float(sps.f.sf(w, q, max(G - 1, 1))), q
+    return w, omnibus.f_sf(w, q, max(G - 1, 1)), q
 
 
 def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimate:
@@ -120,8 +120,7 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
     G = a.root.n_clusters
     stat_value = omni_p = float("nan")
     if test in ("kruskal", "anova") and have_contrasts:
-        r = sps.f_oneway(*groups) if test == "anova" else sps.kruskal(*groups)
-        stat_value, omni_p = float(r.statistic), float(r.pvalue)
+        stat_value, omni_p = omnibus.f_oneway(*groups) if test == "anova" else omnibus.kruskal(*groups)
     elif test == "friedman" and have_contrasts:
         labels = [dict(zip(np.asarray(s["_est"].detail["_clusters"]).astype(str), g)) for s, g in zip(strata, groups)]
         common = sorted(set.intersection(*(set(x) for x in labels)))
@@ -130,11 +129,10 @@ def homogeneous(ctx: StatContext, call: StatCallIR, arm, scorer: str) -> Estimat
             d = M[:, 0] - M[:, 1]
             n = int((d != 0).sum())
             test = "sign"
-            omni_p = float(sps.binomtest(int((d > 0).sum()), n, 0.5).pvalue) if n else 1.0
+            omni_p = omnibus.sign_test(int((d > 0).sum()), n)
             stat_value = float((d > 0).sum())
         elif len(common) >= 2:
-            r = sps.friedmanchisquare(*M.T)
-            stat_value, omni_p = float(r.statistic), float(r.pvalue)
+            stat_value, omni_p = omnibus.friedman(M)
     else:
         test = "wald"
         stat_value, omni_p, _ = _wald([np.asarray(s["_est"].boot, float) for s in strata],
