@@ -143,9 +143,10 @@ def prefer_system_allocator() -> None:
 def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         cache: str | Path | None = None, progress: bool = True, render_report: bool = True,
         allow_outside: bool = False, executor: str = "local", ray_address: str | None = None,
-        tensor_path: str = "auto"):
+        tensor_path: str = "auto", formats=None):
     """Compile, execute (cached, resumable), analyse and render. Returns the results dict.
 
+    `formats`: the report files to write ("html", "pdf"); None: what the spec's report block asks.
     `executor`: "local" or "ray" (`ray_address`: an existing cluster; None: a local Ray instance).
     `tensor_path`: "auto" (on for a CUDA device), "on" or "off": keep each image on the device through
     operators, measures and model-scorer preprocessing (runtime/tensor_steps.py).
@@ -199,7 +200,7 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         from scoreaudit.reports.render import render as _render
 
         # the whole manifest is written next; reports whose inputs did not change are copied from the old bundle
-        _render(work, update_manifest=False, progress=progress, previous=previous)
+        _render(work, formats=formats, update_manifest=False, progress=progress, previous=previous)
     from scoreaudit.reports.manifest import write_manifest
 
     write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`

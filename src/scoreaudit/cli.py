@@ -169,6 +169,19 @@ def fail_on_list(text: str | None) -> tuple[str, ...]:
     return words
 
 
+def report_formats(text: str | None) -> tuple[str, ...] | None:
+    """`html,pdf` → ("html", "pdf") for --formats (None: what the spec's report block asks); unknown words
+    are a usage error (raised by the command, so that `main` returns its status as for every usage error)."""
+    if not text:
+        return None
+    words = tuple(dict.fromkeys(w.strip().lower() for w in text.split(",") if w.strip()))
+    unknown = [w for w in words if w not in ("html", "pdf")]
+    if unknown or not words:
+        raise UsageError(f"unknown report format(s) {', '.join(map(safe_text, unknown)) or safe_text(repr(text))}: "
+                         "use --formats html, pdf or html,pdf")
+    return words
+
+
 def summary_lines(results: dict, paths: list[Path]) -> list[str]:
     """What a run found, in a few terminal lines: counts, refuted sentences, verdicts, report paths."""
     cells = results.get("cells") or []
@@ -207,11 +220,17 @@ def lock_lines(lock) -> list[str]:
 
 
 def cmd_run(args) -> int:
+    formats = report_formats(args.formats)
     results = api.run(args.file, out=args.out, device=args.device, cache=args.cache,
                       progress=not args.quiet, allow_outside=args.allow_outside,
-                      executor=args.executor, ray_address=args.ray_address, tensor_path=args.tensor_path)
+                      executor=args.executor, ray_address=args.ray_address, tensor_path=args.tensor_path,
+                      formats=formats)
     out = Path(results.get("bundle", args.out or ""))
     paths = [out / n for n in ("report.html", "report.pdf") if (out / n).exists()]
+    if formats is not None and "pdf" not in formats and args.format != "json":
+        # while iterating (a hypothesis edited, run again) the PDF's layout is most of a re-run: say how to get it
+        _err(f"report.pdf: not written (--formats {','.join(formats)}); "
+             f"`scoreaudit report {safe_text(str(out))} --formats pdf` lays it out from this bundle, recomputing nothing")
     triggered = [c for c in results.get("cells") or [] if c.get("outcome") in args.fail_on]
     if args.format == "json":
         cells = results.get("cells") or []
@@ -235,11 +254,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    formats = [f.strip() for f in args.formats.split(",")] if args.formats else None
-    unknown = sorted({f.lower() for f in formats or ()} - {"html", "pdf"})
-    if unknown:
-        raise UsageError(f"unknown report format(s) {', '.join(map(safe_text, unknown))}: use --formats html, pdf "
-                         "or html,pdf")
+    formats = report_formats(args.formats)
     if args.export:  # a paper's table or a model card's summary, from the same cells as the HTML
         print(safe_text(str(api.export(args.dir, args.export))))
         if formats is None:
@@ -474,6 +489,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fail-on", type=fail_on_list, default=(), metavar="OUTCOMES",
                    help="exit 4 when any cell has one of these outcomes, e.g. refuted or refuted,inconclusive "
                         "(the cells are printed); for CI gates")
+    s.add_argument("--formats", default=None, metavar="LIST",
+                   help="the report files to write: html, pdf or html,pdf (default: what the spec's report block "
+                        "asks); --formats html skips the PDF's layout while iterating, and `scoreaudit report DIR "
+                        "--formats pdf` writes it later from the bundle")
     _format_option(s)
     s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     s.add_argument("--allow-outside", **outside)

@@ -140,3 +140,31 @@ def test_plan_forward_passes_equal_the_runs(tmp_path):
     assert json.loads((out / "run.json").read_text())["counts"]["excluded"] == {"real": 0, "synthetic": 0}
     made = assert_forward_passes_match(tmp_path / "demo.audit", out)
     assert all(n > 0 for n in made.values())
+
+
+@pytest.mark.slow
+def test_run_formats_html_skips_the_pdf_and_report_writes_it_later(project, tmp_path, capsys):
+    """Iterating on hypotheses: `run --formats html` leaves the spec's PDF out (and says how to get it), a
+    re-run never carries an old PDF into the new bundle, and `report --formats pdf` writes it afterwards."""
+    pytest.importorskip("weasyprint")
+    from scoreaudit.reports.manifest import MANIFEST as MANIFEST_NAME
+
+    spec = tmp_path / "demo.audit"
+    spec.write_text((project / "demo.audit").read_text().replace("formats: html", "formats: html, pdf"))
+    shutil.copytree(project / "data", tmp_path / "data")
+    out = tmp_path / "out"
+    assert cli.main(["run", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert (out / "report.pdf").is_file()
+    capsys.readouterr()
+    assert cli.main(["run", str(spec), "--out", str(out), "--quiet", "--formats", "HTML"]) == 0
+    err = capsys.readouterr().err
+    assert not (out / "report.pdf").exists() and (out / "report.html").is_file()
+    assert "report.pdf: not written (--formats html)" in err and f"scoreaudit report {out} --formats pdf" in err
+    assert "report.pdf" not in json.loads((out / MANIFEST_NAME).read_text())["files"]
+    assert cli.main(["verify", str(out)]) == 0
+    assert cli.main(["report", str(out), "--formats", "pdf", "--quiet"]) == 0
+    assert (out / "report.pdf").is_file()
+    assert "report.pdf" in json.loads((out / MANIFEST_NAME).read_text())["files"]
+    assert cli.main(["verify", str(out)]) == 0
+    assert cli.main(["run", str(spec), "--out", str(out), "--quiet", "--formats", "html,docx"]) == 2
+    assert "unknown report format(s) docx" in capsys.readouterr().err
