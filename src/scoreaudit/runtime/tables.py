@@ -200,18 +200,39 @@ def _is_null(v: Any) -> bool:
         isinstance(v, np.floating) and np.isnan(v))
 
 
+#: The Arrow types the tables' columns take, and polars' type for each (`typed_array`).
+_VIA_POLARS = {pa.string(): "Utf8", pa.int64(): "Int64", pa.float64(): "Float64", pa.bool_(): "Boolean"}
+#: The Arrow type pyarrow's inference gives a column of one Python type (`_manifest_array`).
+_INFERRED = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+
+
+def typed_array(values: list[Any], type: pa.DataType) -> pa.Array:
+    """`pa.array(values, type=type)` (None → null, NaN kept) by way of polars: pyarrow's conversion of a
+    Python list imports pandas on first use (0.15 s, the only reason a cached re-run imported pandas);
+    polars' conversion does not. Types outside `_VIA_POLARS` take pyarrow's own path."""
+    name = _VIA_POLARS.get(type)
+    if name is None:
+        return pa.array(values, type=type)
+    import polars as pl
+
+    return pl.Series(values=values, dtype=getattr(pl, name), strict=True).to_arrow().cast(type)
+
+
 def _manifest_array(values: list[Any]) -> pa.Array:
     """One manifest column across arms: Arrow's own inference, or strings when types are mixed."""
     vals = [None if _is_null(v) else (v.item() if isinstance(v, np.generic) else v) for v in values]
     kinds = {type(v) for v in vals if v is not None}
-    if len(kinds) <= 1:  # one Python type (or all null): Arrow infers int64, float64, bool or string
+    if not kinds:
+        return pa.nulls(len(vals))  # all missing: Arrow's null type, as pa.array infers it
+    if len(kinds) == 1:  # one Python type: Arrow infers int64, float64, bool or string (or its own type)
+        (kind,) = kinds
         try:
-            return pa.array(vals)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            pass
+            return typed_array(vals, _INFERRED[kind]) if kind in _INFERRED else pa.array(vals)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError, TypeError):
+            pass  # an int beyond int64 (polars raises its own errors, ValueError and TypeError subclasses)
     if kinds <= {int, float}:
-        return pa.array([None if v is None else float(v) for v in vals], type=pa.float64())
-    return pa.array([None if v is None else str(v) for v in vals], type=pa.string())
+        return typed_array([None if v is None else float(v) for v in vals], pa.float64())
+    return typed_array([None if v is None else str(v) for v in vals], pa.string())
 
 
 def _sort_rows(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -277,9 +298,11 @@ def to_arrow(name: str, rows: list[dict[str, Any]], columns: Mapping[str, list] 
             return _sort_table(table, rows, SORT_KEYS[name])
         rows = rows + extra.to_pylist()  # NaN in a key column: Python's order needs every row
     if name != "images":  # built and sorted by Arrow (scores and measures: 100 rows per image)
-        return _sort_table(pa.Table.from_pylist(rows, schema=schema), rows, SORT_KEYS[name])
+        table = pa.Table.from_arrays([typed_array([r.get(f.name) for r in rows], f.type) for f in schema],
+                                     schema=schema)
+        return _sort_table(table, rows, SORT_KEYS[name])
     rows = _sort_rows(rows, SORT_KEYS[name])  # one row per image, with the manifest's own columns
-    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
+    arrays = [typed_array([r.get(f.name) for r in rows], f.type) for f in schema]
     fields = list(schema)
     extra = sorted({k for r in rows for k in r} - set(schema.names))
     for col in extra:
@@ -300,8 +323,8 @@ def missing_as_null(name: str, table: pa.Table) -> pa.Table:
     for col in MISSING_AS_NULL.get(name, ()):
         i = table.schema.get_field_index(col)
         arr = table.column(i)
-        table = table.set_column(i, table.schema.field(i), pa.compute.if_else(
-            pa.compute.is_nan(arr), pa.scalar(None, arr.type), arr))
+        table = table.set_column(i, table.schema.field(i), pa.compute.if_else(  # pa.nulls, not pa.scalar: no pandas
+            pa.compute.is_nan(arr), pa.nulls(len(arr), arr.type), arr))
     return table
 
 
