@@ -227,10 +227,6 @@ def cmd_run(args) -> int:
                       formats=formats)
     out = Path(results.get("bundle", args.out or ""))
     paths = [out / n for n in ("report.html", "report.pdf") if (out / n).exists()]
-    if formats is not None and "pdf" not in formats and args.format != "json":
-        # while iterating (a hypothesis edited, run again) the PDF's layout is most of a re-run: say how to get it
-        _err(f"report.pdf: not written (--formats {','.join(formats)}); "
-             f"`scoreaudit report {safe_text(str(out))} --formats pdf` lays it out from this bundle, recomputing nothing")
     triggered = [c for c in results.get("cells") or [] if c.get("outcome") in args.fail_on]
     if args.format == "json":
         cells = results.get("cells") or []
@@ -245,6 +241,11 @@ def cmd_run(args) -> int:
         }, indent=2))
     else:
         _out("\n".join(summary_lines(results, paths)))
+        if formats is not None and "pdf" not in formats:
+            # while iterating (a hypothesis edited, run again) the PDF's layout is most of a re-run: say how to get it
+            sys.stdout.flush()
+            _err(f"report.pdf: not written (--formats {','.join(formats)}); `scoreaudit report {safe_text(str(out))} "
+                 "--formats pdf` lays it out from this bundle, recomputing nothing")
     if triggered:
         _err(f"--fail-on {','.join(args.fail_on)}: {len(triggered)} cell(s) triggered it:")
         for c in triggered:
