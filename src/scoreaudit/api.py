@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from scoreaudit.diagnostics import Diagnostic, DiagnosticError, has_errors
 
 if TYPE_CHECKING:  # the compiler is imported when a function needs it
+    from collections.abc import Iterable
+
     from scoreaudit.compiler.ir import AuditIR
 
 
@@ -143,7 +145,7 @@ def prefer_system_allocator() -> None:
 def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         cache: str | Path | None = None, progress: bool = True, render_report: bool = True,
         allow_outside: bool = False, executor: str = "local", ray_address: str | None = None,
-        tensor_path: str = "auto", formats=None):
+        tensor_path: str = "auto", formats: Iterable[str] | None = None):
     """Compile, execute (cached, resumable), analyse and render. Returns the results dict.
 
     `formats`: the report files to write ("html", "pdf"); None: what the spec's report block asks.
