@@ -241,7 +241,7 @@ def cmd_run(args) -> int:
         }, indent=2))
     else:
         _out("\n".join(summary_lines(results, paths)))
-        if formats is not None and "pdf" not in formats:
+        if formats is not None and "pdf" not in formats and _spec_asks_pdf(out):
             # while iterating (a hypothesis edited, run again) the PDF's layout is most of a re-run: say how to get it
             sys.stdout.flush()
             _err(f"report.pdf: not written (--formats {','.join(formats)}); `scoreaudit report {safe_text(str(out))} "
@@ -252,6 +252,15 @@ def cmd_run(args) -> int:
             _err(f"  {c.get('outcome')}: {c.get('id')}: {c.get('sentence') or ''}")
         return Exit.FAIL_ON
     return Exit.OK
+
+
+def _spec_asks_pdf(bundle: Path) -> bool:
+    """Whether the spec's report block (the bundle's ir.json) asks for a PDF; True when it cannot be read."""
+    try:
+        report = json.loads((bundle / "ir.json").read_text(encoding="utf-8")).get("report") or {}
+        return "pdf" in [str(f).lower() for f in report.get("formats") or []]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return True
 
 
 def cmd_report(args) -> int:

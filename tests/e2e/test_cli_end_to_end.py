@@ -168,3 +168,7 @@ def test_run_formats_html_skips_the_pdf_and_report_writes_it_later(project, tmp_
     assert cli.main(["verify", str(out)]) == 0
     assert cli.main(["run", str(spec), "--out", str(out), "--quiet", "--formats", "html,docx"]) == 2
     assert "unknown report format(s) docx" in capsys.readouterr().err
+    # a spec that asks for no PDF: nothing to say about one
+    assert cli.main(["run", str(project / "demo.audit"), "--out", str(tmp_path / "html"), "--quiet",
+                     "--formats", "html"]) == 0
+    assert "report.pdf" not in capsys.readouterr().err
