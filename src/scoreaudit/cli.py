@@ -256,11 +256,13 @@ def cmd_run(args) -> int:
 
 def _spec_asks_pdf(bundle: Path) -> bool:
     """Whether the spec's report block (the bundle's ir.json) asks for a PDF; True when it cannot be read."""
-    try:
-        report = json.loads((bundle / "ir.json").read_text(encoding="utf-8")).get("report") or {}
-        return "pdf" in [str(f).lower() for f in report.get("formats") or []]
-    except (OSError, ValueError, AttributeError, TypeError):
+    from scoreaudit.outputrecords import read_object
+
+    ir = read_object(bundle / "ir.json")
+    report = ir.get("report") or {}
+    if not ir or not isinstance(report, dict) or not isinstance(report.get("formats") or [], list):
         return True
+    return "pdf" in [str(f).lower() for f in report.get("formats") or []]
 
 
 def cmd_report(args) -> int:

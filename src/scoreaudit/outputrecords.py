@@ -27,6 +27,26 @@ def read_object(path: Path) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
+def hash_bundle(h, bundle: Path, skipped: frozenset[str], run_fields: tuple[str, ...]) -> None:
+    """Feed `h` (a hashlib object) what a stage reads of a bundle: every file's name and sha256 but the
+    `skipped` ones, links and dot files, then the `run_fields` of run.json (hashed whole when it is not an
+    object), whose other fields change on every run. The inputs part of the statistics' and the report's keys."""
+    bundle = Path(bundle)
+    for p in sorted(bundle.rglob("*")):
+        rel = p.relative_to(bundle).as_posix()
+        if not p.is_file() or p.is_symlink() or rel in skipped or p.name.startswith("."):
+            continue
+        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\0")
+    run_json = bundle / "run.json"
+    if run_json.is_file() and not run_json.is_symlink():
+        try:
+            run = loads_bounded(read_regular(run_json).decode("utf-8"))
+        except (OSError, ValueError):
+            run = {}
+        used = {k: run.get(k) for k in run_fields} if isinstance(run, dict) else run
+        h.update(json.dumps(used, sort_keys=True, default=str).encode())
+
+
 def read(bundle: Path, record: str) -> dict[str, dict]:
     """The record's entries."""
     return {n: e for n, e in read_object(Path(bundle) / record).items() if isinstance(e, dict)}
@@ -68,4 +88,4 @@ def adopt(previous: Path | None, bundle: Path, record: str, name: str, key: str)
     return sha
 
 
-__all__ = ["adopt", "current", "entry", "read", "read_object", "write"]
+__all__ = ["adopt", "current", "entry", "hash_bundle", "read", "read_object", "write"]

@@ -20,12 +20,10 @@ bundle's files are copied in (never hard-linked: a bundle holds no hard links) w
 from __future__ import annotations
 
 import hashlib
-import json
 from functools import lru_cache
 from pathlib import Path
 
 from scoreaudit import outputrecords
-from scoreaudit.safeio import sha256_file
 
 RECORD = "render.json"
 #: Bundle files that no report section reads and that differ between two runs of the same audit.
@@ -58,18 +56,7 @@ def inputs_key(bundle: Path) -> str:
     """sha256 of what a report of `bundle` is made from (module docstring)."""
     bundle = Path(bundle)
     h = hashlib.sha256(code_version().encode())
-    for p in sorted(bundle.rglob("*")):
-        rel = p.relative_to(bundle).as_posix()
-        if not p.is_file() or p.is_symlink() or rel in SKIPPED or p.name.startswith("."):
-            continue
-        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\0")
-    run_json = bundle / "run.json"
-    if run_json.is_file():
-        from scoreaudit.stats.provenance import read_json
-
-        run = read_json(run_json)
-        shown = {k: run.get(k) for k in RUN_FIELDS} if isinstance(run, dict) else run  # any shape: hashed whole
-        h.update(json.dumps(shown, sort_keys=True, default=str).encode())
+    outputrecords.hash_bundle(h, bundle, SKIPPED, RUN_FIELDS)
     return h.hexdigest()
 
 

@@ -24,6 +24,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from scoreaudit import outputrecords
 from scoreaudit.safeio import sha256_file
 
 RECORD = "stats.json"
@@ -51,18 +52,7 @@ def inputs_key(bundle: Path) -> str:
     from scoreaudit.keys import source_version
 
     h = hashlib.sha256(f"scoreaudit stats key v{KEY_VERSION}\0{source_version()}\0{_environment()}\0".encode())
-    for p in sorted(bundle.rglob("*")):
-        rel = p.relative_to(bundle).as_posix()
-        if not p.is_file() or p.is_symlink() or rel in SKIPPED or p.name.startswith("."):
-            continue
-        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\0")
-    run_json = bundle / "run.json"
-    if run_json.is_file() and not run_json.is_symlink():
-        from scoreaudit.stats.provenance import read_json
-
-        run = read_json(run_json)
-        used = {k: run.get(k) for k in RUN_FIELDS} if isinstance(run, dict) else run  # any shape: hashed whole
-        h.update(json.dumps(used, sort_keys=True, default=str).encode())
+    outputrecords.hash_bundle(h, bundle, SKIPPED, RUN_FIELDS)
     return h.hexdigest()
 
 
