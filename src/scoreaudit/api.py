@@ -210,6 +210,19 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     return {**results, "bundle": str(out)}
 
 
+def spec_formats(bundle: str | Path) -> list[str] | None:
+    """The report formats the bundle's spec asks for (its ir.json's report block; [] for none), lower case;
+    None when ir.json cannot be read."""
+    from scoreaudit.outputrecords import read_object
+
+    ir = read_object(Path(bundle) / "ir.json")
+    report = ir.get("report") or {}
+    formats = report.get("formats") or [] if isinstance(report, dict) else None
+    if not ir or not isinstance(formats, list):
+        return None
+    return [str(f).lower() for f in formats]
+
+
 def render(bundle: str | Path, formats=None, progress: bool = False) -> list[Path]:
     """Results bundle → report.html (and report.pdf); recomputes nothing. `progress`: a bar while rendering."""
     from scoreaudit.reports.render import render as _render

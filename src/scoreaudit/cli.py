@@ -241,7 +241,8 @@ def cmd_run(args) -> int:
         }, indent=2))
     else:
         _out("\n".join(summary_lines(results, paths)))
-        if formats is not None and "pdf" not in formats and _spec_asks_pdf(out):
+        asked = api.spec_formats(out) if formats is not None and "pdf" not in formats else []
+        if asked is None or "pdf" in asked:  # None: ir.json unreadable, so say it anyway
             # while iterating (a hypothesis edited, run again) the PDF's layout is most of a re-run: say how to get it
             sys.stdout.flush()
             _err(f"report.pdf: not written (--formats {','.join(formats)}); `scoreaudit report {safe_text(str(out))} "
@@ -252,17 +253,6 @@ def cmd_run(args) -> int:
             _err(f"  {c.get('outcome')}: {c.get('id')}: {c.get('sentence') or ''}")
         return Exit.FAIL_ON
     return Exit.OK
-
-
-def _spec_asks_pdf(bundle: Path) -> bool:
-    """Whether the spec's report block (the bundle's ir.json) asks for a PDF; True when it cannot be read."""
-    from scoreaudit.outputrecords import read_object
-
-    ir = read_object(bundle / "ir.json")
-    report = ir.get("report") or {}
-    if not ir or not isinstance(report, dict) or not isinstance(report.get("formats") or [], list):
-        return True
-    return "pdf" in [str(f).lower() for f in report.get("formats") or []]
 
 
 def cmd_report(args) -> int:
