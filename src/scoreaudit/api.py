@@ -154,8 +154,8 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     operators, measures and model-scorer preprocessing (runtime/tensor_steps.py).
     """
     from scoreaudit.runtime.cache import cache_files
-    from scoreaudit.runtime.executor import default_cache_path, execute
-    from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for, swap_in
+    from scoreaudit.runtime.executor import default_cache_path
+    from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for
 
     path = Path(path)
     ir, plan = compile(path, allow_outside=allow_outside, tables=False)  # the executor checks the tables
@@ -169,7 +169,33 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         check_output_dir(out)  # a link or a file at --out itself: refused before anything runs
     work = staging_for(out)  # a re-run writes beside the old bundle and swaps it in at the end
     refuse_planted_links(work, project, "output folder")
+    wanted = [f.lower() for f in (formats if formats is not None else ir.report.formats)]
+    with _pdf_process(render_report and "pdf" in wanted) as pdf_process:
+        results = _run_stages(ir, plan, path, out, work, project, device=device, cache=cache, progress=progress,
+                              render_report=render_report, allow_outside=allow_outside, executor=executor,
+                              ray_address=ray_address, tensor_path=tensor_path, formats=formats,
+                              pdf_process=pdf_process)
+    return {**results, "bundle": str(out)}
+
+
+def _pdf_process(wanted: bool):
+    """WeasyPrint started in a process of its own when the run will write a PDF (reports/pdf_process.py):
+    its import and font loading overlap the pipeline and the statistics instead of following them."""
+    from contextlib import nullcontext
+
+    if not wanted:
+        return nullcontext()
+    from scoreaudit.reports.pdf_process import PdfProcess
+
+    return PdfProcess.start() or nullcontext()
+
+
+def _run_stages(ir, plan, path: Path, out: Path, work: Path, project: Path, *, device, cache, progress,
+                render_report, allow_outside, executor, ray_address, tensor_path, formats, pdf_process) -> dict:
+    """`run` from the pipeline to the swap: execute, statistics, thumbnails, reports, manifest."""
     from scoreaudit.reports.lock import write_lock_status
+    from scoreaudit.runtime.executor import execute
+    from scoreaudit.safeio import swap_in
 
     execute(ir, plan, spec_path=path, out_dir=work, device=device, cache_path=cache, progress=progress,
             allow_outside=allow_outside, executor=executor, ray_address=ray_address, tensor_path=tensor_path)
@@ -202,12 +228,13 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         from scoreaudit.reports.render import render as _render
 
         # the whole manifest is written next; reports whose inputs did not change are copied from the old bundle
-        _render(work, formats=formats, update_manifest=False, progress=progress, previous=previous)
+        _render(work, formats=formats, update_manifest=False, progress=progress, previous=previous,
+                pdf_process=pdf_process)
     from scoreaudit.reports.manifest import write_manifest
 
     write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`
     swap_in(work, out)  # the old bundle or the new one, whole, at every instant
-    return {**results, "bundle": str(out)}
+    return results
 
 
 def spec_formats(bundle: str | Path) -> list[str] | None:

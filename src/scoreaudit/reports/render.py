@@ -15,23 +15,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from scoreaudit.reports import fmt
 from scoreaudit.reports.context import DATA_ERRORS, BundleError, ReportContext, unreadable
+from scoreaudit.reports.pdf import PDF_INSTALL_HINT, PdfUnavailable, convert
 from scoreaudit.reports.sections.builtin import load as load_sections
 from scoreaudit.safeio import write_atomic
 
-PDF_INSTALL_HINT = ("PDF output needs WeasyPrint: install it with `pip install 'scoreaudit[pdf]'` "
-                    "(on Debian/Ubuntu also `apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0`). "
-                    "The HTML report was written.")
+if TYPE_CHECKING:
+    from scoreaudit.reports.pdf_process import PdfProcess
 
-
-class PdfUnavailable(RuntimeError):
-    """WeasyPrint (or its system libraries) is missing; the message says how to install it."""
 
 
 @dataclass(frozen=True)
@@ -184,55 +181,22 @@ def label_scroll_boxes(html: str) -> str:
                        f'{m.group(1)}', html)
 
 
-def _refuse_fetch(url: str, *args: Any, **kwargs: Any):
-    raise ValueError(f"the report must be self-contained; refused to fetch {url}")
+def write_pdf(html: str, out: Path, bar=None, process: PdfProcess | None = None) -> Path:
+    """Lay out `html` and write it to `out` as a tagged PDF (reports/pdf.py); raises PdfUnavailable.
 
-
-def _fetcher():
-    """A URL fetcher that reads only `data:` URIs (the embedded thumbnails) and refuses every other URL."""
-    try:
-        from weasyprint.urls import URLFetcher
-    except ImportError:  # WeasyPrint before 68: a plain function
-        from weasyprint import default_url_fetcher
-
-        def fetch(url: str, *args: Any, **kwargs: Any):
-            if not url.startswith("data:"):
-                _refuse_fetch(url)
-            return default_url_fetcher(url, *args, **kwargs)
-
-        return fetch
-    return URLFetcher(allowed_protocols={"data"})
-
-
-#: the PDF variant asked of WeasyPrint: tagged (structure tree, reading order, alt texts) for screen readers
-PDF_VARIANT = "pdf/ua-1"
-
-
-def _tagged_pdf(document) -> bytes:
-    """The PDF as PDF/UA-1 (tagged) where this WeasyPrint writes it, else a plain PDF."""
-    try:
-        return document.write_pdf(pdf_variant=PDF_VARIANT)
-    except (TypeError, ValueError, KeyError):  # a WeasyPrint without that variant
-        return document.write_pdf()
-
-
-def write_pdf(html: str, out: Path, bar=None) -> Path:
-    try:
-        from PIL import ImageFile
-
-        strict = ImageFile.LOAD_TRUNCATED_IMAGES
-        from weasyprint import HTML
-
-        ImageFile.LOAD_TRUNCATED_IMAGES = strict  # weasyprint flips this process-wide on import
-    except (ImportError, OSError) as e:  # OSError: pango / harfbuzz missing
-        raise PdfUnavailable(f"{PDF_INSTALL_HINT} ({type(e).__name__}: {e})") from None
+    `process`: the PDF process a run started early (reports/pdf_process.py) does the work when given;
+    where it fails, the work is done here."""
     if bar is not None:
         bar.stage("laying out the PDF pages")
-    document = HTML(string=html, url_fetcher=_fetcher()).render()
-    if bar is not None:
-        bar.advance(1)
-        bar.stage(f"writing {len(document.pages)} PDF pages")
-    pdf = _tagged_pdf(document)
+
+    def laid_out(pages: int) -> None:
+        if bar is not None:
+            bar.advance(1)
+            bar.stage(f"writing {pages} PDF pages")
+
+    pdf = process.convert(html, laid_out) if process is not None else None
+    if pdf is None:
+        pdf = convert(html, laid_out)
     if bar is not None:
         bar.advance(1)
     write_atomic(out, pdf)
@@ -251,14 +215,15 @@ def wanted_formats(ctx: ReportContext, formats: Iterable[str] | None) -> list[st
 
 
 def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manifest: bool = True,
-           progress: bool = False, previous: Path | None = None) -> list[Path]:
+           progress: bool = False, previous: Path | None = None, pdf_process: PdfProcess | None = None) -> list[Path]:
     """Write report.html (always) and report.pdf (when `formats` or the spec's report block asks).
 
     `update_manifest`: record the reports' new hashes in manifest.json (a re-render); `run` passes False
     and writes the whole manifest itself right after. `progress`: a bar on a terminal (plain lines elsewhere)
     per section and PDF stage, so a long render is never a blank screen. Only what changed is rendered
     (reports/render_cache.py): a report whose inputs' key matches render.json is kept, or copied from
-    `previous` (the bundle a re-run replaces)."""
+    `previous` (the bundle a re-run replaces). `pdf_process`: WeasyPrint already started in a process of its
+    own (reports/pdf_process.py), which lays out the PDF; the caller stops it."""
     bundle_dir = Path(bundle_dir)
     ctx = ReportContext.load(bundle_dir)
     from scoreaudit.reports import render_cache
@@ -283,7 +248,7 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manife
         if previous is not None:
             render_cache.write_record(bundle_dir, keys, kept)
         return [bundle_dir / n for n in wanted]
-    written_names = _render_missing(ctx, bundle_dir, wanted, kept, progress)
+    written_names = _render_missing(ctx, bundle_dir, wanted, kept, progress, pdf_process)
     render_cache.write_record(bundle_dir, keys, written_names + [n for n in kept if n not in written_names])
     from scoreaudit.reports.manifest import write_manifest
 
@@ -299,7 +264,7 @@ def render(bundle_dir: Path, formats: Iterable[str] | None = None, update_manife
 
 
 def _render_missing(ctx: ReportContext, bundle_dir: Path, wanted: list[str], kept: list[str],
-                    progress: bool) -> list[str]:
+                    progress: bool, pdf_process: PdfProcess | None = None) -> list[str]:
     """Render the wanted reports not in `kept` (the PDF from the kept HTML when only it is missing)."""
     from scoreaudit.plainprogress import stage_bar
 
@@ -326,7 +291,7 @@ def _render_missing(ctx: ReportContext, bundle_dir: Path, wanted: list[str], kep
             written.append("report.html")
         if "pdf" in formats and "report.pdf" not in kept:
             try:
-                written.append(write_pdf(html, bundle_dir / "report.pdf", bar).name)
+                written.append(write_pdf(html, bundle_dir / "report.pdf", bar, pdf_process).name)
             except PdfUnavailable as e:
                 import sys
 

@@ -1,0 +1,96 @@
+"""The PDF process a run starts early (reports/pdf_process.py): the same PDF as in-process, never a lost one.
+
+What a user relies on: a run that asks for a PDF gets the same bytes whether WeasyPrint ran in the run's
+process or in its own; a missing WeasyPrint is the same install hint; a process that died costs the
+run nothing but time; and no process outlives the run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from scoreaudit.reports import render as render_mod
+from scoreaudit.reports.pdf import PdfUnavailable, convert
+from scoreaudit.reports.pdf_process import PdfProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fixture_bundle import BUILDERS
+
+
+@pytest.fixture(scope="module")
+def report_html(tmp_path_factory) -> str:
+    d = BUILDERS["skin_tone"](tmp_path_factory.mktemp("pdfproc"))
+    render_mod.render(d, formats=["html"])
+    return (d / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_process_writes_the_bytes_the_run_would_write_itself(report_html):
+    pytest.importorskip("weasyprint")
+    pages: list[int] = []
+    with PdfProcess.start() as proc:
+        from_process = proc.convert(report_html, pages.append)
+        again = proc.convert(report_html)  # one process serves one request after another
+    in_process = convert(report_html)
+    assert from_process is not None and from_process.startswith(b"%PDF")
+    assert from_process == in_process == again
+    from scoreaudit.reports.pdf import lay_out
+
+    assert len(pages) == 1 and pages[0] == len(lay_out(report_html).pages) > 1
+
+
+def test_a_dead_process_costs_only_time(tmp_path, report_html):
+    pytest.importorskip("weasyprint")
+    proc = PdfProcess.start()
+    assert proc is not None
+    proc._proc.kill()
+    proc._proc.wait()
+    out = render_mod.write_pdf(report_html, tmp_path / "report.pdf", process=proc)  # laid out here instead
+    proc.close()
+    assert out.read_bytes() == convert(report_html)
+
+
+def test_no_weasyprint_in_the_process_is_the_install_hint(tmp_path, monkeypatch, report_html):
+    planted = tmp_path / "site"
+    (planted / "weasyprint").mkdir(parents=True)
+    (planted / "weasyprint" / "__init__.py").write_text("raise ImportError('no weasyprint here')\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(planted), os.environ.get("PYTHONPATH", "")]))
+    with PdfProcess.start() as proc, pytest.raises(PdfUnavailable, match=r"pip install 'scoreaudit\[pdf\]'"):
+        proc.convert(report_html)
+
+
+def test_a_run_stops_its_process_used_or_not(tmp_path, monkeypatch):
+    """The spec asks for a PDF: the first run lays it out in the process, the unchanged re-run keeps the
+    PDF and never asks; after each, the process has exited."""
+    pytest.importorskip("weasyprint")
+    from scoreaudit import api
+
+    started: list[PdfProcess] = []
+    real_start = PdfProcess.start.__func__  # type: ignore[attr-defined]
+
+    def start(cls):
+        p = real_start(cls)
+        started.append(p)
+        return p
+
+    monkeypatch.setattr(PdfProcess, "start", classmethod(start))
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "scripts"))
+    import make_demo_data
+
+    make_demo_data.build(tmp_path / "data" / "demo", n_real=6, n_prompts=2)
+    text = (root / "examples" / "demo.audit").read_text(encoding="utf-8").replace("bootstrap: 2000", "bootstrap: 100")
+    assert "pdf" in text.split("report", 1)[1]
+    spec = tmp_path / "demo.audit"
+    spec.write_text(text, encoding="utf-8")
+    api.run(spec, out=tmp_path / "out", progress=False)
+    pdf = (tmp_path / "out" / "report.pdf").read_bytes()
+    assert pdf == convert((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
+    api.run(spec, out=tmp_path / "out", progress=False)
+    assert (tmp_path / "out" / "report.pdf").read_bytes() == pdf
+    api.run(spec, out=tmp_path / "out", progress=False, formats=["html"])
+    assert len(started) == 2 and all(p._proc.returncode is not None for p in started)
