@@ -94,3 +94,34 @@ def test_a_run_stops_its_process_used_or_not(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "report.pdf").read_bytes() == pdf
     api.run(spec, out=tmp_path / "out", progress=False, formats=["html"])
     assert len(started) == 2 and all(p._proc.returncode is not None for p in started)
+
+
+def test_the_process_ends_with_a_killed_run(tmp_path):
+    """A run killed outright (no `finally`) leaves no PDF process behind: the process ends at the end of
+    its input, which the killed parent's pipe closes."""
+    import signal
+    import subprocess
+    import time
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from scoreaudit.reports.pdf_process import PdfProcess; "
+         "p = PdfProcess.start(); print(p._proc.pid, flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+
+    def running(pid: int) -> bool:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        return "\nState:\tZ" not in status  # a zombie has exited (reparented, awaiting its reaper)
+
+    if not Path("/proc").is_dir():
+        pytest.skip("needs /proc")
+    deadline = time.monotonic() + 30  # it may finish its warm-up first
+    while running(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(child)

@@ -42,6 +42,8 @@ class PdfProcess:
     @classmethod
     def start(cls) -> PdfProcess | None:
         """Start the process (it warms up on its own); None where no process can be started."""
+        if not sys.executable or getattr(sys, "frozen", False):  # embedded or bundled: no interpreter to start
+            return None
         root = str(Path(__file__).resolve().parents[2])
         try:
             # stderr: nothing to show (WeasyPrint logs to a null handler, as in-process); a crash shows
