@@ -125,3 +125,18 @@ def test_the_process_ends_with_a_killed_run(tmp_path):
     while running(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not running(child)
+
+
+def test_another_scoreaudit_first_on_the_path_is_never_used(tmp_path, monkeypatch, report_html):
+    """The process runs the parent's own code or none: a scoreaudit installed elsewhere and found first
+    ends it, and the PDF is laid out in the parent."""
+    pytest.importorskip("weasyprint")
+    other = tmp_path / "other"
+    (other / "scoreaudit").mkdir(parents=True)
+    (other / "scoreaudit" / "__init__.py").write_text("", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    with PdfProcess.start() as proc:
+        assert proc.convert(report_html) is None
+        assert proc._proc.wait(timeout=30) == 3
+    out = render_mod.write_pdf(report_html, tmp_path / "report.pdf", process=proc)
+    assert out.read_bytes() == convert(report_html)
