@@ -148,7 +148,8 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
         tensor_path: str = "auto", formats: Iterable[str] | None = None):
     """Compile, execute (cached, resumable), analyse and render. Returns the results dict.
 
-    `formats`: the report files to write ("html", "pdf"); None: what the spec's report block asks.
+    `formats`: the report files to write ("html", "pdf"); None: what the spec's report block asks. A run
+    that writes a PDF starts WeasyPrint in a process of its own at once (reports/pdf_process.py).
     `executor`: "local" or "ray" (`ray_address`: an existing cluster; None: a local Ray instance).
     `tensor_path`: "auto" (on for a CUDA device), "on" or "off": keep each image on the device through
     operators, measures and model-scorer preprocessing (runtime/tensor_steps.py).
