@@ -72,7 +72,10 @@ def peak_run(spec: Path, src: Path | None) -> tuple[float, float, float]:
 
 
 def _children_peak(pid: int) -> float:
-    """The largest peak RSS (VmHWM, MiB) among `pid`'s live child processes; 0 where /proc cannot tell."""
+    """The peak RSS (VmHWM, MiB) of `pid`'s PDF process; 0 where there is none or /proc cannot tell.
+
+    Only that child counts: another one caught between its fork and its exec (git, for provenance)
+    reports the parent's pages as its own."""
     peak = 0.0
     try:
         kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -80,6 +83,8 @@ def _children_peak(pid: int) -> float:
         return peak
     for kid in kids:
         try:
+            if b"scoreaudit.reports.pdf_process" not in Path(f"/proc/{kid}/cmdline").read_bytes():
+                continue
             for line in Path(f"/proc/{kid}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
                     peak = max(peak, int(line.split()[1]) / 1024)
