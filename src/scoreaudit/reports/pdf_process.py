@@ -38,7 +38,8 @@ _CHILD = ("import os, sys; root = os.path.realpath(sys.argv[1]); sys.path.append
 
 
 class PdfProcess:
-    """The parent's handle: `write` one PDF, `close` (or leave the `with` block) to stop the process."""
+    """The parent's handle: `convert` HTML to a PDF (as often as needed), `close` (or leave the `with` block)
+    to stop the process."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self._proc = proc
