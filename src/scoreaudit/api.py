@@ -155,8 +155,8 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     operators, measures and model-scorer preprocessing (runtime/tensor_steps.py).
     """
     from scoreaudit.runtime.cache import cache_files
-    from scoreaudit.runtime.executor import default_cache_path
-    from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for
+    from scoreaudit.runtime.executor import default_cache_path, execute
+    from scoreaudit.safeio import check_output_dir, refuse_planted_links, staging_for, swap_in
 
     path = Path(path)
     ir, plan = compile(path, allow_outside=allow_outside, tables=False)  # the executor checks the tables
@@ -171,12 +171,47 @@ def run(path: str | Path, out: str | Path | None = None, device: str = "auto",
     work = staging_for(out)  # a re-run writes beside the old bundle and swaps it in at the end
     refuse_planted_links(work, project, "output folder")
     wanted = [f.lower() for f in (formats if formats is not None else ir.report.formats)]
+    from scoreaudit.reports.lock import write_lock_status
+
     with _pdf_process(render_report and "pdf" in wanted) as pdf_process:
-        results = _run_stages(ir, plan, path, out, work, project, device=device, cache=cache, progress=progress,
-                              render_report=render_report, allow_outside=allow_outside, executor=executor,
-                              ray_address=ray_address, tensor_path=tensor_path, formats=formats,
-                              pdf_process=pdf_process)
-    return {**results, "bundle": str(out)}
+        execute(ir, plan, spec_path=path, out_dir=work, device=device, cache_path=cache, progress=progress,
+                allow_outside=allow_outside, executor=executor, ray_address=ray_address, tensor_path=tensor_path)
+        from scoreaudit.memtrim import trim
+
+        trim()  # what the pipeline freed goes back to the system before the statistics and the report peak
+        write_lock_status(work, path, ir)  # pre-registration status, read by the statistics into results.json
+        from scoreaudit.runtime.thumbnails import write_thumbnails
+
+        previous = out if out.is_dir() else None  # the bundle this run replaces: unchanged outputs are copied from it
+        write_thumbnails(ir, path, work, root=None if allow_outside else project, previous=previous)
+        from scoreaudit.stats import results_cache
+
+        # statistics whose inputs did not change are copied from the old bundle (stats/results_cache.py), and the
+        # engine (scipy, statsmodels) is imported only when something must be computed
+        stats_key = results_cache.inputs_key(work)
+        results = results_cache.adopt(previous, work, stats_key)
+        if results is None:
+            from scoreaudit.stats.engine import analyse
+
+            results = analyse(work, progress=progress)
+            results_cache.write_record(work, stats_key, results)
+            trim()
+        from scoreaudit.runtime.movers import write_mover_thumbnails
+
+        write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress,
+                               previous=previous)  # top movers
+        trim()
+        if render_report:
+            from scoreaudit.reports.render import render as _render
+
+            # the whole manifest is written next; reports whose inputs did not change are copied from the old bundle
+            _render(work, formats=formats, update_manifest=False, progress=progress, previous=previous,
+                    pdf_process=pdf_process)
+        from scoreaudit.reports.manifest import write_manifest
+
+        write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`
+        swap_in(work, out)  # the old bundle or the new one, whole, at every instant
+        return {**results, "bundle": str(out)}
 
 
 def _pdf_process(wanted: bool):
@@ -189,53 +224,6 @@ def _pdf_process(wanted: bool):
     from scoreaudit.reports.pdf_process import PdfProcess
 
     return PdfProcess.start() or nullcontext()
-
-
-def _run_stages(ir, plan, path: Path, out: Path, work: Path, project: Path, *, device, cache, progress,
-                render_report, allow_outside, executor, ray_address, tensor_path, formats, pdf_process) -> dict:
-    """`run` from the pipeline to the swap: execute, statistics, thumbnails, reports, manifest."""
-    from scoreaudit.reports.lock import write_lock_status
-    from scoreaudit.runtime.executor import execute
-    from scoreaudit.safeio import swap_in
-
-    execute(ir, plan, spec_path=path, out_dir=work, device=device, cache_path=cache, progress=progress,
-            allow_outside=allow_outside, executor=executor, ray_address=ray_address, tensor_path=tensor_path)
-    from scoreaudit.memtrim import trim
-
-    trim()  # what the pipeline freed goes back to the system before the statistics and the report peak
-    write_lock_status(work, path, ir)  # pre-registration status, read by the statistics into results.json
-    from scoreaudit.runtime.thumbnails import write_thumbnails
-
-    previous = out if out.is_dir() else None  # the bundle this run replaces: unchanged outputs are copied from it
-    write_thumbnails(ir, path, work, root=None if allow_outside else project, previous=previous)
-    from scoreaudit.stats import results_cache
-
-    # statistics whose inputs did not change are copied from the old bundle (stats/results_cache.py), and the
-    # engine (scipy, statsmodels) is imported only when something must be computed
-    stats_key = results_cache.inputs_key(work)
-    results = results_cache.adopt(previous, work, stats_key)
-    if results is None:
-        from scoreaudit.stats.engine import analyse
-
-        results = analyse(work, progress=progress)
-        results_cache.write_record(work, stats_key, results)
-        trim()
-    from scoreaudit.runtime.movers import write_mover_thumbnails
-
-    write_mover_thumbnails(ir, path, work, root=None if allow_outside else project, progress=progress,
-                           previous=previous)  # top movers
-    trim()
-    if render_report:
-        from scoreaudit.reports.render import render as _render
-
-        # the whole manifest is written next; reports whose inputs did not change are copied from the old bundle
-        _render(work, formats=formats, update_manifest=False, progress=progress, previous=previous,
-                pdf_process=pdf_process)
-    from scoreaudit.reports.manifest import write_manifest
-
-    write_manifest(work)  # sha256 of every file of the bundle, checked by `verify`
-    swap_in(work, out)  # the old bundle or the new one, whole, at every instant
-    return results
 
 
 def spec_formats(bundle: str | Path) -> list[str] | None:

@@ -189,10 +189,13 @@ def write_pdf(html: str, out: Path, bar=None, process: PdfProcess | None = None)
     if bar is not None:
         bar.stage("laying out the PDF pages")
 
+    said: list[int] = []  # the layout's step is advanced once, also when the process failed after it
+
     def laid_out(pages: int) -> None:
-        if bar is not None:
+        if bar is not None and not said:
             bar.advance(1)
             bar.stage(f"writing {pages} PDF pages")
+        said.append(pages)
 
     pdf = process.convert(html, laid_out) if process is not None else None
     if pdf is None:
