@@ -140,3 +140,18 @@ def test_another_scoreaudit_first_on_the_path_is_never_used(tmp_path, monkeypatc
         assert proc._proc.wait(timeout=30) == 3
     out = render_mod.write_pdf(report_html, tmp_path / "report.pdf", process=proc)
     assert out.read_bytes() == convert(report_html)
+
+
+def test_modules_in_the_working_folder_are_never_imported(tmp_path, monkeypatch, report_html):
+    """The process is started with `python -c`, which would put the working folder (a project with
+    downloaded data, say) first on the path: a `weasyprint.py` or `json.py` there must not run."""
+    pytest.importorskip("weasyprint")
+    marker = tmp_path / "ran"
+    for name in ("weasyprint", "json"):
+        (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name}')\nraise ImportError\n",
+                                             encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with PdfProcess.start() as proc:
+        pdf = proc.convert(report_html)
+    assert not marker.exists(), marker.read_text(encoding="utf-8")
+    assert pdf == convert(report_html)

@@ -29,10 +29,13 @@ from typing import IO, Any
 
 from scoreaudit.reports.pdf import PdfUnavailable
 
-#: the child's entry point; argv[1] is the folder that holds this scoreaudit package. The folder goes last
-#: on the path (first, a site-packages folder would shadow the standard library), and a scoreaudit found
-#: elsewhere first (another install) ends the child: the parent then lays the PDF out with its own code.
-_CHILD = ("import os, sys; root = os.path.realpath(sys.argv[1]); sys.path.append(root); import scoreaudit; "
+#: the child's entry point; argv[1] is the folder that holds this scoreaudit package. `python -c` puts the
+#: working folder first on the path (""): it is dropped before anything is imported, so no module in a project
+#: (a `json.py` among the data) runs. The package's folder goes last (first, a site-packages folder would
+#: shadow the standard library), and a scoreaudit found elsewhere first (another install) ends the child: the
+#: parent then lays the PDF out with its own code. (`-P` does the first on Python 3.11 only.)
+_CHILD = ("import os, sys; sys.path[:] = [p for p in sys.path if p]; root = os.path.realpath(sys.argv[1]); "
+          "sys.path.append(root); import scoreaudit; "
           "sys.exit(3) if not os.path.realpath(scoreaudit.__file__).startswith(root + os.sep) else None; "
           "from scoreaudit.reports.pdf_process import serve; serve()")
 
