@@ -3,13 +3,16 @@
 Issue 33 asks that a re-run after a hypothesis edit cost ≤ 10% of the first run. With the PDF, the layout
 of report.html alone is ~1.6 s of the ~3.2 s such a re-run takes at 1,500 images. WeasyPrint lays a
 document out on one core. This bench measures the design that would use the second core:
-- cut the report's sections in two at a section boundary;
-- lay out part A here and part B in a forked process (both warm, as the run's PDF process is);
-- join the two PDFs with qpdf (pikepdf): pages, the PDF/UA structure tree and its parent tree, the outline,
-  the named destinations, and the links from one part into the other.
+- cut the report's sections into parts at section boundaries;
+- lay the parts out on two processes, this one and a forked one (both warm, as the run's PDF process is);
+- join the PDFs with qpdf (pikepdf): pages, the PDF/UA structure tree and its parent tree, the outline,
+  the named destinations, and the links from one part into another.
+With `--reuse`, it also times what an edit would cost if the parts it leaves unchanged came from a cache:
+after a hypothesis's threshold changes, the sections from "Fidelity curves" to "Exclusions" are byte-identical,
+while the masthead, "At a glance", the hypotheses and the appendix (which prints the spec) change.
 
-The oracle is the whole report laid out once with a page break forced before the cut section. Splitting
-adds exactly that break, so the joined PDF must equal the oracle. This bench checks the equality directly:
+The oracle is the whole report laid out once with a page break forced before each cut section. Splitting
+adds exactly those breaks, so the joined PDF must equal the oracle. This bench checks the equality directly:
 - the same number of pages, the same text, and each page's "Page X of Y" footer;
 - the same structure elements in reading order (with alt texts) and the same count of marked contents;
 - the same outline and the same link targets.
@@ -21,17 +24,19 @@ when a count changes.
 pikepdf is not a dependency of scoreaudit: this bench measures a design before anyone adopts it. To run it:
 
     python -m venv /tmp/pk && /tmp/pk/bin/pip install pikepdf
-    PYTHONPATH=/tmp/pk/lib/python3.11/site-packages python bench/pdf_parts.py REPORT_HTML [--at placebo]
+    PYTHONPATH=/tmp/pk/lib/python3.11/site-packages python bench/pdf_parts.py REPORT_HTML \
+        [--at placebo | --at curves,appendix --reuse B]
 
 REPORT_HTML: e.g. out/report.html of `bench/rerun.py --cli --keep` (1,500 images), or out/demo/report.html of
-`make demo`. `--at`: the id of the section that starts part B (default: the section boundary nearest half the
-sections' elements).
+`make demo`. `--at`: the ids of the sections that start parts B, C, ... (default: one cut, at the section
+boundary nearest half the sections' elements).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import os
 import re
 import sys
@@ -49,20 +54,24 @@ def sections(html: str) -> list[tuple[str, int]]:
     return [(m.group(1), m.start()) for m in re.finditer(r'<section id="([^"]+)"', html)]
 
 
-def split(html: str, at: str) -> tuple[str, str]:
-    """The report as two documents: A (head, masthead, contents, the sections before `at`) and B (head, the
-    sections from `at` on, the colophon). Links to an anchor of the other part become placeholders."""
-    cut = html.index(f'<section id="{at}"')
+def split(html: str, cuts: list[str]) -> list[str]:
+    """The report as one document per part: the first holds the head, masthead, contents and the sections before
+    the first cut; each other part the head and the sections from its cut to the next; the last the colophon.
+    Links to an anchor of another part become placeholders."""
+    offsets = [html.index(f'<section id="{at}"') for at in cuts]
     body = html.index("<body")
-    a = html[:cut] + "</main>\n</body>\n</html>\n"
-    b = html[:body] + "<body>\n<main>\n" + html[cut:]
-
-    def relink(doc: str, part: str) -> str:
+    bounds = [0, *offsets, len(html)]
+    docs = []
+    for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        part = html[lo:hi]
+        doc = (part if i == 0 else html[:body] + "<body>\n<main>\n" + part)
+        if hi < len(html):
+            doc += "</main>\n</body>\n</html>\n"
         ids = set(re.findall(r'id="([^"]+)"', part))
-        return re.sub(r'href="#([^"]+)"', lambda m: m.group(0) if m.group(1) in ids else f'href="{PLACEHOLDER}{m.group(1)}"',
-                      doc)
-
-    return relink(a, a), relink(b, html[cut:])
+        docs.append(re.sub(r'href="#([^"]+)"',
+                           lambda m, ids=ids: m.group(0) if m.group(1) in ids else f'href="{PLACEHOLDER}{m.group(1)}"',
+                           doc))
+    return docs
 
 
 def css_string(text: str) -> str:
@@ -79,26 +88,29 @@ def numbered(doc: str, first: int, total: int, title: str | None = None) -> str:
     return doc.replace("</style>", css + "</style>", 1)
 
 
-def lay_out_pair(a: str, b: str) -> tuple[bytes, bytes]:
-    """A's PDF here, B's in a forked process, at the same time."""
+def lay_out_side_by_side(here: list[str], forked: list[str]) -> tuple[list[bytes], list[bytes]]:
+    """The PDFs of `here` laid out in this process and those of `forked` in a forked one, at the same time."""
     from scoreaudit.reports.pdf import convert
 
     r, w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: B, its bytes down the pipe
+    if pid == 0:  # the child: its PDFs down the pipe, each after its length
         os.close(r)
         try:
-            data = convert(b)
             with os.fdopen(w, "wb") as out:
-                out.write(data)
+                for doc in forked:
+                    data = convert(doc)
+                    out.write(len(data).to_bytes(8, "big") + data)
         finally:
             os._exit(0)
     os.close(w)
-    pdf_a = convert(a)
+    mine = [convert(doc) for doc in here]
+    theirs = []
     with os.fdopen(r, "rb") as inp:
-        pdf_b = inp.read()
+        for _ in forked:
+            theirs.append(inp.read(int.from_bytes(inp.read(8), "big")))
     os.waitpid(pid, 0)
-    return pdf_a, pdf_b
+    return mine, theirs
 
 
 def join(pdf_a: bytes, pdf_b: bytes) -> bytes:
@@ -239,7 +251,9 @@ def fingerprint(pdf: bytes) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("html", type=Path, help="a report.html")
-    ap.add_argument("--at", default=None, help="the id of the section that starts part B")
+    ap.add_argument("--at", default=None, help="the ids of the sections that start parts B, C, ... (comma-separated)")
+    ap.add_argument("--reuse", default=None, help="parts an edit leaves unchanged (e.g. B): also time laying out "
+                                                 "only the others and joining all")
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds (best counts)")
     args = ap.parse_args(argv)
     try:
@@ -251,22 +265,34 @@ def main(argv: list[str] | None = None) -> int:
 
     html = args.html.read_text(encoding="utf-8")
     secs = sections(html)
-    if len(secs) < 2:
+    if len(secs) < 2 and not args.at:
         print("the report has fewer than two sections: nothing to split", file=sys.stderr)
         return 2
-    # the boundary nearest half the sections' elements (their bytes would count the embedded thumbnails)
+    # by default one cut: the boundary nearest half the sections' elements (bytes would count the thumbnails)
     elements = [len(re.findall(r"<[a-zA-Z]", html[:off])) for _, off in secs] + [len(re.findall(r"<[a-zA-Z]", html))]
     half = (elements[0] + elements[-1]) / 2
-    at = args.at or min(zip(secs[1:], elements[1:-1]), key=lambda se: abs(se[1] - half))[0][0]
+    cuts = args.at.split(",") if args.at else [min(zip(secs[1:], elements[1:-1]), key=lambda se: abs(se[1] - half))[0][0]]
     convert("<html><body><p>warm</p></body></html>")  # warm, as the run's PDF process is when the HTML comes
-    a, b = split(html, at)
-    n_a, n_b = len(lay_out(a).pages), len(lay_out(b).pages)  # a run would take these from its last render
+    docs = split(html, cuts)
+    counts = [len(lay_out(d).pages) for d in docs]  # a run would take these from its last render
     title = re.search(r"<h1>(.*?)</h1>", html, re.S)
     import html as html_lib
 
-    a = numbered(a, 1, n_a + n_b)
-    b = numbered(b, n_a + 1, n_a + n_b, html_lib.unescape(re.sub(r"<[^>]+>", "", title.group(1))) if title else None)
-    oracle_html = html.replace(f'<section id="{at}"', f'<section style="break-before: page" id="{at}"', 1)
+    plain = html_lib.unescape(re.sub(r"<[^>]+>", "", title.group(1))) if title else None
+    total = sum(counts)
+    docs = [numbered(d, 1 + sum(counts[:i]), total, plain if i else None) for i, d in enumerate(docs)]
+    oracle_html = html
+    for at in cuts:
+        oracle_html = oracle_html.replace(f'<section id="{at}"', f'<section style="break-before: page" id="{at}"', 1)
+    weights = [len(re.findall(r"<[a-zA-Z]", d)) for d in docs]
+
+    def schedule(parts: list[int]) -> tuple[list[int], list[int]]:
+        """The parts on two processes, the heaviest first onto the lighter one."""
+        here: list[int] = []
+        forked: list[int] = []
+        for i in sorted(parts, key=lambda j: -weights[j]):
+            (here if sum(weights[j] for j in here) <= sum(weights[j] for j in forked) else forked).append(i)
+        return sorted(here), sorted(forked)
 
     def best(fn):
         times, value = [], None
@@ -276,19 +302,40 @@ def main(argv: list[str] | None = None) -> int:
             times.append(time.perf_counter() - t)
         return min(times), value
 
+    def lay_out_parts(parts: list[int]) -> dict[int, bytes]:
+        here, forked = schedule(parts)
+        mine, theirs = lay_out_side_by_side([docs[i] for i in here], [docs[i] for i in forked])
+        return dict(zip(here + forked, mine + theirs))
+
+    def join_all(pdfs: dict[int, bytes]) -> bytes:
+        out = pdfs[0]
+        for i in range(1, len(docs)):
+            out = join(out, pdfs[i])
+        return out
+
     whole_s, _ = best(lambda: convert(html))
     oracle_s, oracle = best(lambda: convert(oracle_html))
-    pair_s, (pdf_a, pdf_b) = best(lambda: lay_out_pair(a, b))
-    join_s, joined = best(lambda: join(pdf_a, pdf_b))
+    parts_s, pdfs = best(lambda: lay_out_parts(list(range(len(docs)))))
+    join_s, joined = best(lambda: join_all(pdfs))
     want, got = fingerprint(oracle), fingerprint(joined)
-    print(f"split before #{at}: part A {n_a} pages, part B {n_b} pages; best of {args.rounds}, load "
-          f"{os.getloadavg()[0]:.1f}")
-    print(f"  the whole report, one layout                     {whole_s:6.2f} s")
-    print(f"  the whole with the page break, one layout (oracle) {oracle_s:4.2f} s")
-    print(f"  parts A and B side by side (fork)                {pair_s:6.2f} s")
-    print(f"  join (qpdf: pages, tags, outline, links)         {join_s:6.3f} s")
-    total = pair_s + join_s
-    print(f"  in parts: {total:.2f} s = {total / whole_s:.0%} of one layout ({whole_s - total:+.2f} s saved)")
+    names = "ABCDEFGH"
+    print(f"cut before {', '.join('#' + c for c in cuts)}: "
+          + ", ".join(f"part {names[i]} {n} pages" for i, n in enumerate(counts))
+          + f"; best of {args.rounds}, load {os.getloadavg()[0]:.1f}")
+    print(f"  the whole report, one layout                       {whole_s:6.2f} s")
+    print(f"  the whole with the page breaks, one layout (oracle) {oracle_s:5.2f} s")
+    print(f"  every part, on two processes (fork)                {parts_s:6.2f} s")
+    print(f"  join (qpdf: pages, tags, outline, links)           {join_s:6.3f} s")
+    spent = parts_s + join_s
+    print(f"  in parts: {spent:.2f} s = {spent / whole_s:.0%} of one layout ({whole_s - spent:+.2f} s saved)")
+    if args.reuse:  # the parts an edit left unchanged come from a cache: only the others are laid out
+        reused = {names.index(p.upper()) for p in args.reuse.split(",")}
+        redo = [i for i in range(len(docs)) if i not in reused]
+        redo_s, fresh = best(lambda: lay_out_parts(redo))
+        edit_s, _ = best(lambda: join_all({**pdfs, **fresh}))
+        spent = redo_s + edit_s
+        print(f"  {', '.join(names[i] for i in sorted(reused))} reused, the rest laid out and all joined: {spent:.2f} s = "
+              f"{spent / whole_s:.0%} of one layout ({whole_s - spent:+.2f} s saved)")
     ok = True
     for key in want:
         same = want[key] == got[key]
