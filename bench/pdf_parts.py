@@ -167,10 +167,12 @@ def join(pdf_a: bytes, pdf_b: bytes) -> bytes:
         flat.extend([int(k) + offset, copy(v)])
     sa.ParentTree = a.make_indirect(Dictionary(Nums=flat))
     sa.ParentTreeNextKey = offset + max([int(k) for k, _ in nums_b] + [-1]) + 1
-    for key, val in (sb.get("/RoleMap") or {}).items():
-        sa.RoleMap = sa.get("/RoleMap", Dictionary())
-        if key not in sa.RoleMap:
-            sa.RoleMap[key] = val
+    if "/RoleMap" in sb:
+        roles = sa.get("/RoleMap", Dictionary())
+        for key, val in sb.RoleMap.items():
+            if key not in roles:
+                roles[key] = val
+        sa.RoleMap = roles
     if "/Outlines" in b.Root and "/First" in b.Root.Outlines:  # B's sections go under A's title (the h1)
         ob, oa = copy(b.Root.Outlines), a.Root.Outlines
         host, item = oa.Last, ob.First

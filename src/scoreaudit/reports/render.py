@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from scoreaudit.reports.pdf_process import PdfProcess
 
 
-
 @dataclass(frozen=True)
 class RenderedSection:
     name: str
@@ -189,13 +188,14 @@ def write_pdf(html: str, out: Path, bar=None, process: PdfProcess | None = None)
     if bar is not None:
         bar.stage("laying out the PDF pages")
 
-    said: list[int] = []  # the layout's step is advanced once, also when the process failed after it
+    advanced = False  # the layout's step is advanced once, also when the process failed after it
 
     def laid_out(pages: int) -> None:
-        if bar is not None and not said:
+        nonlocal advanced
+        if bar is not None and not advanced:
             bar.advance(1)
             bar.stage(f"writing {pages} PDF pages")
-        said.append(pages)
+        advanced = True
 
     pdf = process.convert(html, laid_out) if process is not None else None
     if pdf is None:
